@@ -1,0 +1,51 @@
+# pg_idempotent, built by PGXS. CMakeLists.txt builds the same module.
+#
+#   make && make install      build and install into the PostgreSQL of PG_CONFIG
+#   make test                 everything: deps, build, private cluster, all suites
+#   make demo                 the story of the seeds, on a throwaway cluster
+#   make bench                benchmarks on a throwaway cluster
+#   make installcheck         the regress suite against PGHOST/PGPORT
+
+EXTENSION = pg_idempotent
+MODULE_big = pg_idempotent
+EXTVERSION = 0.1.0
+
+CORE_OBJS = src/core/digest.o src/core/row_image.o src/core/sql_text.o
+PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
+          src/pg/row_digest_receiver.o
+FEATURE_OBJS = src/checksum.o src/boundary_probe.o
+OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)
+
+DATA = pg_idempotent--0.1.0.sql
+
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+
+# Debian's server-dev package puts the versioned pg_config here.
+PG_CONFIG ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
+
+PG_CPPFLAGS = -I$(CURDIR)/src
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -fvisibility=hidden
+SHLIB_LINK += -lstdc++
+
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(PGXS),)
+include $(PGXS)
+# PostgreSQL's headers trip C++17 warnings (register): read them as system
+# headers. The JIT bitcode rule ignores PG_CXXFLAGS and needs the language.
+override CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I$(includedir_server)%,$(CPPFLAGS))) $(filter-out -I$(includedir_server)%,$(CPPFLAGS))
+COMPILE.cxx.bc += -std=c++17 -Wno-register -I$(CURDIR)/src
+else
+all install installcheck:
+	@echo "PostgreSQL 15 development files are missing: run 'make test' as root, or install postgresql-server-dev-15." >&2; exit 2
+endif
+
+.PHONY: test demo bench unit
+test:
+	bash test/run_all.sh
+demo:
+	bash demo/run.sh
+bench:
+	bash bench/run.sh
+unit:
+	bash test/unit/run.sh

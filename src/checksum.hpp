@@ -1,0 +1,17 @@
+// idem.checksum, idem.checksum_query and idem.diff (api.md section 5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct FunctionCallInfoBaseData;
+
+namespace pg_idempotent {
+
+std::string checksum_relation(std::uint32_t relation, const std::vector<std::string>& exclude_columns);
+std::string checksum_query(const std::string& query);
+void diff_relations(FunctionCallInfoBaseData* fcinfo, std::uint32_t a, std::uint32_t b,
+                    const std::vector<std::string>& exclude_columns, std::int32_t max_rows);
+
+}  // namespace pg_idempotent

@@ -1,0 +1,61 @@
+#include "core/digest.hpp"
+
+namespace pg_idempotent::core {
+
+namespace {
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+void append_hex64(std::string& out, std::uint64_t v)
+{
+    for (int shift = 60; shift >= 0; shift -= 4)
+        out.push_back(kHexDigits[(v >> shift) & 0xF]);
+}
+}  // namespace
+
+std::string to_hex(const Digest128& d)
+{
+    std::string out;
+    out.reserve(32);
+    append_hex64(out, d.hi);
+    append_hex64(out, d.lo);
+    return out;
+}
+
+void to_bytes(const Digest128& d, unsigned char out[16]) noexcept
+{
+    for (int i = 0; i < 8; ++i) {
+        out[i] = static_cast<unsigned char>(d.hi >> (56 - 8 * i));
+        out[8 + i] = static_cast<unsigned char>(d.lo >> (56 - 8 * i));
+    }
+}
+
+void MultisetDigest::add(const Digest128& row) noexcept
+{
+    // 128-bit addition with carry: the multiset sum modulo 2^128.
+    const std::uint64_t lo = sum_.lo + row.lo;
+    const std::uint64_t carry = lo < sum_.lo ? 1 : 0;
+    sum_.lo = lo;
+    sum_.hi += row.hi + carry;
+    ++count_;
+}
+
+void MultisetDigest::merge(const MultisetDigest& other) noexcept
+{
+    const std::uint64_t lo = sum_.lo + other.sum_.lo;
+    const std::uint64_t carry = lo < sum_.lo ? 1 : 0;
+    sum_.lo = lo;
+    sum_.hi += other.sum_.hi + carry;
+    count_ += other.count_;
+}
+
+std::string MultisetDigest::text() const
+{
+    std::string out = kChecksumFormat;
+    out += ':';
+    out += std::to_string(count_);
+    out += ':';
+    out += to_hex(sum_);
+    return out;
+}
+
+}  // namespace pg_idempotent::core

@@ -1,0 +1,55 @@
+// The v1 checksum of a multiset of rows: pure C++, no PostgreSQL header.
+//
+// See docs/row-image.md for the format. In short: every row is encoded as its
+// canonical image (row_image.hpp) and hashed with XXH3-128; the multiset digest
+// is the sum of those 128-bit row hashes modulo 2^128 together with the row
+// count. A sum is order-independent but, unlike XOR, does not let two copies of
+// a row cancel out, so duplicating a row always changes the checksum.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pg_idempotent::core {
+
+// A 128-bit hash, most significant half first.
+struct Digest128 {
+    std::uint64_t hi = 0;
+    std::uint64_t lo = 0;
+
+    friend bool operator==(const Digest128& a, const Digest128& b) noexcept
+    {
+        return a.hi == b.hi && a.lo == b.lo;
+    }
+    friend bool operator!=(const Digest128& a, const Digest128& b) noexcept { return !(a == b); }
+};
+
+// 32 lowercase hex digits, most significant first.
+std::string to_hex(const Digest128& d);
+
+// The 16 bytes of a digest, most significant first (the uuid form).
+void to_bytes(const Digest128& d, unsigned char out[16]) noexcept;
+
+// Order-independent, duplicate-sensitive digest of a multiset of row hashes.
+class MultisetDigest {
+public:
+    // Adds one row. noexcept: called from PostgreSQL's executor callbacks.
+    void add(const Digest128& row) noexcept;
+    // Combines two partial digests (e.g. of two partitions).
+    void merge(const MultisetDigest& other) noexcept;
+
+    std::uint64_t count() const noexcept { return count_; }
+    Digest128 sum() const noexcept { return sum_; }
+
+    // "v1:<row count>:<32 hex digits of the sum>".
+    std::string text() const;
+
+private:
+    Digest128 sum_{};
+    std::uint64_t count_ = 0;
+};
+
+// The prefix every checksum text starts with; bump it when the image changes.
+inline constexpr const char* kChecksumFormat = "v1";
+
+}  // namespace pg_idempotent::core

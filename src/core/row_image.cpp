@@ -1,0 +1,93 @@
+#include "core/row_image.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+// Header-only use of Debian's libxxhash-dev: the extension carries no runtime
+// dependency, and XXH3 inlines into the per-row loop.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace pg_idempotent::core {
+
+struct RowHasher::State {
+    XXH3_state_t xxh;
+};
+
+namespace {
+void put_u32le(unsigned char out[4], std::uint32_t v) noexcept
+{
+    out[0] = static_cast<unsigned char>(v);
+    out[1] = static_cast<unsigned char>(v >> 8);
+    out[2] = static_cast<unsigned char>(v >> 16);
+    out[3] = static_cast<unsigned char>(v >> 24);
+}
+
+Digest128 from_xxh(XXH128_hash_t h) noexcept { return Digest128{h.high64, h.low64}; }
+}  // namespace
+
+RowHasher::RowHasher() : state_(std::make_unique<State>()) {}
+RowHasher::~RowHasher() = default;
+
+void RowHasher::begin_row(std::uint32_t column_count) noexcept
+{
+    used_ = 0;
+    streaming_ = false;
+    unsigned char n[4];
+    put_u32le(n, column_count);
+    append(n, sizeof n);
+}
+
+void RowHasher::add_null() noexcept
+{
+    const unsigned char tag = 0x00;
+    append(&tag, 1);
+}
+
+void RowHasher::add_value(const void* data, std::size_t length) noexcept
+{
+    unsigned char head[5];
+    head[0] = 0x01;
+    put_u32le(head + 1, static_cast<std::uint32_t>(length));
+    append(head, sizeof head);
+    append(data, length);
+}
+
+Digest128 RowHasher::end_row() noexcept
+{
+    if (!streaming_)
+        return from_xxh(XXH3_128bits(buffer_, used_));
+    flush();
+    return from_xxh(XXH3_128bits_digest(&state_->xxh));
+}
+
+Digest128 RowHasher::hash_image(const void* data, std::size_t length) noexcept
+{
+    return from_xxh(XXH3_128bits(data, length));
+}
+
+void RowHasher::append(const void* data, std::size_t length) noexcept
+{
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    while (length > 0) {
+        if (used_ == kBufferSize)
+            flush();
+        const std::size_t n = std::min(length, kBufferSize - used_);
+        std::memcpy(buffer_ + used_, bytes, n);
+        used_ += n;
+        bytes += n;
+        length -= n;
+    }
+}
+
+void RowHasher::flush() noexcept
+{
+    if (!streaming_) {
+        XXH3_128bits_reset(&state_->xxh);
+        streaming_ = true;
+    }
+    XXH3_128bits_update(&state_->xxh, buffer_, used_);
+    used_ = 0;
+}
+
+}  // namespace pg_idempotent::core

@@ -1,0 +1,33 @@
+// Reading SQL arguments into C++ values and making SQL results, for the entry
+// shims. NULL handling is explicit: every function of the extension is
+// non-strict and says which NULL it refused (22004) instead of returning NULL.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/digest.hpp"
+#include "pg/postgres.hpp"
+
+namespace pg_idempotent::pg {
+
+// UserError 22004 "<name> must not be NULL" when argument n is NULL.
+void require_arg(FunctionCallInfo fcinfo, int n, const char* name);
+
+std::optional<std::string> arg_text(FunctionCallInfo fcinfo, int n);
+std::optional<std::uint32_t> arg_oid(FunctionCallInfo fcinfo, int n);
+std::optional<std::int32_t> arg_int4(FunctionCallInfo fcinfo, int n);
+std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n);
+// A text[]; NULL elements are refused (22004, naming the argument).
+std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n,
+                                                       const char* name);
+
+// The v1 row digest of a composite argument (a whole row).
+core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n);
+
+Datum text_result(const std::string& s);
+Datum uuid_result(const core::Digest128& d);
+
+}  // namespace pg_idempotent::pg

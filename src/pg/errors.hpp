@@ -1,0 +1,60 @@
+// Errors that cross the C++/PostgreSQL boundary, without PostgreSQL headers.
+//
+// PgError carries a PostgreSQL error captured by pg_call (its ErrorData, so
+// SQLSTATE, DETAIL, HINT and CONTEXT survive); UserError is an error the
+// extension raises itself. cpp_entry turns both into an ERROR once every C++
+// destructor has run.
+#pragma once
+
+#include <exception>
+#include <string>
+
+struct ErrorData;  // PostgreSQL's, opaque here
+
+namespace pg_idempotent::pg {
+
+class PgError : public std::exception {
+public:
+    explicit PgError(ErrorData* data) noexcept : data_(data) {}
+    ErrorData* data() const noexcept { return data_; }
+    const char* what() const noexcept override { return "PostgreSQL error"; }
+
+private:
+    ErrorData* data_;  // palloc'd in the entry's memory context
+};
+
+// The SQLSTATEs the extension raises, as their five characters. The list with
+// their meaning is in README.md ("Errors").
+namespace sqlstate {
+inline constexpr const char* kInvalidParameterValue = "22023";
+inline constexpr const char* kNullValueNotAllowed = "22004";
+inline constexpr const char* kUndefinedColumn = "42703";
+inline constexpr const char* kWrongObjectType = "42809";
+inline constexpr const char* kDatatypeMismatch = "42804";
+inline constexpr const char* kSyntaxError = "42601";
+inline constexpr const char* kDuplicateColumn = "42701";
+inline constexpr const char* kInternalError = "XX000";
+}  // namespace sqlstate
+
+class UserError : public std::exception {
+public:
+    UserError(const char* code, std::string message, std::string detail = {},
+              std::string hint = {})
+        : code_(code), message_(std::move(message)), detail_(std::move(detail)),
+          hint_(std::move(hint))
+    {
+    }
+    const char* code() const noexcept { return code_; }
+    const std::string& message() const noexcept { return message_; }
+    const std::string& detail() const noexcept { return detail_; }
+    const std::string& hint() const noexcept { return hint_; }
+    const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+    const char* code_;
+    std::string message_;
+    std::string detail_;
+    std::string hint_;
+};
+
+}  // namespace pg_idempotent::pg

@@ -1,0 +1,111 @@
+#include "pg/guard.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+namespace pg_idempotent::pg {
+
+namespace {
+
+// The context of the outermost active entry; nested entries (a function of
+// ours called from SQL that another of ours runs) keep the outer one, which
+// lives at least as long.
+MemoryContext g_entry_context = nullptr;
+
+// A C++ error's text is copied here inside the catch block (no allocation, so
+// nothing can throw or longjmp there) and reported after it has ended.
+struct PendingError {
+    char code[6];
+    char message[2048];
+    char detail[4096];
+    char hint[1024];
+};
+PendingError g_pending;
+
+void copy_text(char* dst, std::size_t size, const char* src) noexcept
+{
+    snprintf(dst, size, "%s", src == nullptr ? "" : src);
+}
+
+}  // namespace
+
+MemoryContext error_copy_context() noexcept
+{
+    return g_entry_context != nullptr ? g_entry_context : CurrentMemoryContext;
+}
+
+ErrorData* capture_error(MemoryContext restore_to) noexcept
+{
+    // CopyErrorData must not run in ErrorContext; copy into the entry's
+    // context, then leave the error state clean for the C++ unwinding.
+    MemoryContextSwitchTo(error_copy_context());
+    ErrorData* data = CopyErrorData();
+    FlushErrorState();
+    MemoryContextSwitchTo(restore_to);
+    return data;
+}
+
+Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo), void* ctx)
+{
+    MemoryContext const outer_entry = g_entry_context;
+    MemoryContext const entry_cxt = CurrentMemoryContext;
+    if (g_entry_context == nullptr)
+        g_entry_context = entry_cxt;
+
+    enum class Outcome { kOk, kPgError, kUserError, kOutOfMemory, kCppError } outcome = Outcome::kOk;
+    ErrorData* pg_error = nullptr;
+    Datum result = 0;
+
+    try {
+        result = thunk(ctx, fcinfo);
+    } catch (const PgError& e) {
+        outcome = Outcome::kPgError;
+        pg_error = e.data();
+    } catch (const UserError& e) {
+        outcome = Outcome::kUserError;
+        copy_text(g_pending.code, sizeof g_pending.code, e.code());
+        copy_text(g_pending.message, sizeof g_pending.message, e.message().c_str());
+        copy_text(g_pending.detail, sizeof g_pending.detail, e.detail().c_str());
+        copy_text(g_pending.hint, sizeof g_pending.hint, e.hint().c_str());
+    } catch (const std::bad_alloc&) {
+        outcome = Outcome::kOutOfMemory;
+    } catch (const std::exception& e) {
+        outcome = Outcome::kCppError;
+        copy_text(g_pending.message, sizeof g_pending.message, e.what());
+    } catch (...) {
+        outcome = Outcome::kCppError;
+        copy_text(g_pending.message, sizeof g_pending.message, "unknown C++ exception");
+    }
+
+    // Every C++ object of the call is gone now; PostgreSQL may longjmp.
+    g_entry_context = outer_entry;
+    MemoryContextSwitchTo(entry_cxt);
+
+    switch (outcome) {
+    case Outcome::kOk:
+        break;
+    case Outcome::kPgError:
+        ReThrowError(pg_error);
+        break;
+    case Outcome::kUserError: {
+        const char* c = g_pending.code;
+        ereport(ERROR,
+                (errcode(MAKE_SQLSTATE(c[0], c[1], c[2], c[3], c[4])),
+                 errmsg_internal("%s", g_pending.message),
+                 g_pending.detail[0] ? errdetail_internal("%s", g_pending.detail) : 0,
+                 g_pending.hint[0] ? errhint("%s", g_pending.hint) : 0));
+        break;
+    }
+    case Outcome::kOutOfMemory:
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in pg_idempotent")));
+        break;
+    case Outcome::kCppError:
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("internal error in pg_idempotent: %s", g_pending.message)));
+        break;
+    }
+    return result;
+}
+
+}  // namespace pg_idempotent::pg

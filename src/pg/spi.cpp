@@ -1,0 +1,260 @@
+#include "pg/spi.hpp"
+
+#include <memory>
+
+#include "core/row_image.hpp"
+#include "pg/guard.hpp"
+#include "pg/row_digest_receiver.hpp"
+
+namespace pg_idempotent::pg {
+
+namespace {
+
+// Parameters converted to what SPI takes; the arrays live in the SPI
+// procedure context (freed by SPI_finish).
+struct SpiArgs {
+    int count = 0;
+    Oid* types = nullptr;
+    Datum* values = nullptr;
+    char* nulls = nullptr;  // ' ' or 'n', as SPI_execute_with_args wants
+};
+
+Oid type_oid(Param::Type t)
+{
+    switch (t) {
+    case Param::Type::kText:
+        return TEXTOID;
+    case Param::Type::kInt8:
+        return INT8OID;
+    case Param::Type::kInt4:
+        return INT4OID;
+    case Param::Type::kBool:
+        return BOOLOID;
+    case Param::Type::kOid:
+        return OIDOID;
+    case Param::Type::kTextArray:
+        return TEXTARRAYOID;
+    }
+    return InvalidOid;
+}
+
+SpiArgs convert_params(const Params& params)
+{
+    SpiArgs args;
+    args.count = static_cast<int>(params.size());
+    if (args.count == 0)
+        return args;
+    const int n = args.count;
+    pg_call([&] {
+        args.types = static_cast<Oid*>(palloc(sizeof(Oid) * n));
+        args.values = static_cast<Datum*>(palloc(sizeof(Datum) * n));
+        args.nulls = static_cast<char*>(palloc(n));
+    });
+    for (int i = 0; i < n; ++i) {
+        const Param& p = params[static_cast<std::size_t>(i)];
+        args.types[i] = type_oid(p.type);
+        args.nulls[i] = ' ';
+        args.values[i] = 0;
+        switch (p.type) {
+        case Param::Type::kText:
+            if (!p.text) {
+                args.nulls[i] = 'n';
+            } else {
+                const std::string& s = *p.text;
+                args.values[i] = pg_call([&] {
+                    return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
+                });
+            }
+            break;
+        case Param::Type::kInt8:
+            args.values[i] = Int64GetDatum(p.integer);
+            break;
+        case Param::Type::kInt4:
+            args.values[i] = Int32GetDatum(static_cast<int32>(p.integer));
+            break;
+        case Param::Type::kBool:
+            args.values[i] = BoolGetDatum(p.integer != 0);
+            break;
+        case Param::Type::kOid:
+            args.values[i] = ObjectIdGetDatum(static_cast<Oid>(p.integer));
+            break;
+        case Param::Type::kTextArray: {
+            const int m = static_cast<int>(p.array.size());
+            Datum* elems = pg_call([&] { return static_cast<Datum*>(palloc(sizeof(Datum) * (m > 0 ? m : 1))); });
+            for (int j = 0; j < m; ++j) {
+                const std::string& s = p.array[static_cast<std::size_t>(j)];
+                elems[j] = pg_call([&] {
+                    return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
+                });
+            }
+            args.values[i] = pg_call([&] {
+                return PointerGetDatum(construct_array(elems, m, TEXTOID, -1, false, TYPALIGN_INT));
+            });
+            break;
+        }
+        }
+    }
+    return args;
+}
+
+ParamListInfo to_param_list(const SpiArgs& args)
+{
+    if (args.count == 0)
+        return nullptr;
+    return pg_call([&] {
+        ParamListInfo list = makeParamList(args.count);
+        for (int i = 0; i < args.count; ++i) {
+            list->params[i].value = args.values[i];
+            list->params[i].isnull = args.nulls[i] == 'n';
+            list->params[i].pflags = PARAM_FLAG_CONST;
+            list->params[i].ptype = args.types[i];
+        }
+        return list;
+    });
+}
+
+void check_spi(int rc, const char* what)
+{
+    if (rc < 0) {
+        // A negative code is a misuse of SPI, not a user error: report it as
+        // an internal error naming the call.
+        throw UserError(sqlstate::kInternalError,
+                        std::string("SPI call failed in pg_idempotent: ") + what + ": " +
+                            SPI_result_code_string(rc));
+    }
+}
+
+}  // namespace
+
+SpiSession::SpiSession()
+{
+    const int rc = pg_call([] { return SPI_connect(); });
+    check_spi(rc, "SPI_connect");
+    connected_ = true;
+}
+
+SpiSession::~SpiSession()
+{
+    // Deliberately no PostgreSQL call here (see the header): an unfinished
+    // session is closed by the abort that the pending ERROR causes.
+}
+
+void SpiSession::finish()
+{
+    if (!connected_)
+        return;
+    const int rc = pg_call([] { return SPI_finish(); });
+    connected_ = false;
+    check_spi(rc, "SPI_finish");
+}
+
+QueryResult SpiSession::query(const std::string& sql, const Params& params)
+{
+    SpiArgs args = convert_params(params);
+    const int rc = pg_call([&] {
+        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
+                                     args.nulls, false, 0);
+    });
+    check_spi(rc, "SPI_execute_with_args");
+
+    QueryResult result;
+    result.processed = SPI_processed;
+    SPITupleTable* table = SPI_tuptable;
+    if (table == nullptr)
+        return result;
+    const int natts = table->tupdesc->natts;
+    result.rows.reserve(static_cast<std::size_t>(SPI_processed));
+    for (uint64 r = 0; r < SPI_processed; ++r) {
+        Row row;
+        row.reserve(static_cast<std::size_t>(natts));
+        for (int c = 1; c <= natts; ++c) {
+            char* value = pg_call([&] { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
+            if (value == nullptr)
+                row.emplace_back(std::nullopt);
+            else
+                row.emplace_back(std::string(value));
+        }
+        result.rows.push_back(std::move(row));
+    }
+    pg_call([&] { SPI_freetuptable(table); });
+    return result;
+}
+
+std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
+{
+    SpiArgs args = convert_params(params);
+    const int rc = pg_call([&] {
+        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
+                                     args.nulls, false, 0);
+    });
+    check_spi(rc, "SPI_execute_with_args");
+    const std::uint64_t processed = SPI_processed;
+    if (SPI_tuptable != nullptr) {
+        SPITupleTable* table = SPI_tuptable;
+        pg_call([&] { SPI_freetuptable(table); });
+    }
+    return processed;
+}
+
+core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Params& params)
+{
+    SpiArgs args = convert_params(params);
+    SPIPlanPtr plan = pg_call([&] { return SPI_prepare(sql.c_str(), args.count, args.types); });
+    if (plan == nullptr)
+        check_spi(SPI_result, "SPI_prepare");
+    if (!pg_call([&] { return SPI_is_cursor_plan(plan); })) {
+        throw UserError(sqlstate::kWrongObjectType,
+                        "query must be a single statement that returns rows",
+                        "The query was: " + sql,
+                        "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
+    }
+    auto hasher = std::make_unique<core::RowHasher>();
+    core::MultisetDigest digest;
+    ParamListInfo list = to_param_list(args);
+    core::RowHasher* h = hasher.get();
+    core::MultisetDigest* d = &digest;
+    const int rc = pg_call([&] {
+        SPIExecuteOptions options;
+        memset(&options, 0, sizeof options);
+        options.params = list;
+        options.read_only = false;
+        options.dest = make_row_digest_receiver(h, d);
+        return SPI_execute_plan_extended(plan, &options);
+    });
+    check_spi(rc, "SPI_execute_plan_extended");
+    return digest;
+}
+
+void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
+                             const Params& params)
+{
+    SpiArgs args = convert_params(params);
+    pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    const int rc = pg_call([&] {
+        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
+                                     args.nulls, false, 0);
+    });
+    check_spi(rc, "SPI_execute_with_args");
+    SPITupleTable* table = SPI_tuptable;
+    if (table == nullptr)
+        return;
+    TupleDesc out = rsinfo->setDesc;
+    if (table->tupdesc->natts != out->natts)
+        throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent");
+    for (int c = 0; c < out->natts; ++c) {
+        if (TupleDescAttr(table->tupdesc, c)->atttypid != TupleDescAttr(out, c)->atttypid)
+            throw UserError(sqlstate::kInternalError, "result type mismatch in pg_idempotent");
+    }
+    const uint64 n = SPI_processed;
+    pg_call([&] {
+        Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(out->natts)));
+        bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(out->natts)));
+        for (uint64 r = 0; r < n; ++r) {
+            heap_deform_tuple(table->vals[r], table->tupdesc, values, nulls);
+            tuplestore_putvalues(rsinfo->setResult, out, values, nulls);
+        }
+    });
+}
+
+}  // namespace pg_idempotent::pg

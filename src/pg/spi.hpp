@@ -1,0 +1,80 @@
+// An SPI session for C++ code, without PostgreSQL types in its interface.
+//
+// SpiSession connects in its constructor and must be finish()ed on the normal
+// path. Its destructor makes no PostgreSQL call (the house rule): when a C++
+// exception unwinds past an open session, the ERROR that cpp_entry raises next
+// aborts the (sub)transaction, and PostgreSQL's own end-of-transaction cleanup
+// closes the SPI connection.
+//
+// Values always travel as $n parameters. Statements run with read_only = false
+// so each sees the effects of the ones before it, as in the caller's own SQL.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/digest.hpp"
+
+struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
+
+namespace pg_idempotent::pg {
+
+// A $n parameter: its SQL type and value (nullopt = NULL).
+struct Param {
+    enum class Type { kText, kInt8, kInt4, kBool, kOid, kTextArray };
+    Type type;
+    std::optional<std::string> text;
+    std::int64_t integer = 0;
+    std::vector<std::string> array;
+
+    static Param of_text(std::optional<std::string> v) { return Param{Type::kText, std::move(v), 0, {}}; }
+    static Param of_int8(std::int64_t v) { return Param{Type::kInt8, std::string(), v, {}}; }
+    static Param of_int4(std::int32_t v) { return Param{Type::kInt4, std::string(), v, {}}; }
+    static Param of_bool(bool v) { return Param{Type::kBool, std::string(), v ? 1 : 0, {}}; }
+    static Param of_oid(std::uint32_t v) { return Param{Type::kOid, std::string(), v, {}}; }
+    static Param of_text_array(std::vector<std::string> v)
+    {
+        return Param{Type::kTextArray, std::string(), 0, std::move(v)};
+    }
+};
+using Params = std::vector<Param>;
+
+// A result copied out of SPI as text (each column's output function).
+using Row = std::vector<std::optional<std::string>>;
+struct QueryResult {
+    std::vector<Row> rows;
+    std::uint64_t processed = 0;
+};
+
+class SpiSession {
+public:
+    SpiSession();
+    ~SpiSession();
+    SpiSession(const SpiSession&) = delete;
+    SpiSession& operator=(const SpiSession&) = delete;
+
+    void finish();
+
+    // Runs SQL the extension wrote itself (or any statement list) and returns
+    // rows as text. For small results: catalog look-ups, counts.
+    QueryResult query(const std::string& sql, const Params& params = {});
+    // Runs a statement; returns the rows it processed.
+    std::uint64_t execute(const std::string& sql, const Params& params = {});
+
+    // Streams the rows of one row-returning statement into a multiset digest
+    // (constant memory; nothing is copied into SPI's tuple table). Caller SQL
+    // is welcome here: it must be a single statement that returns rows.
+    core::MultisetDigest digest_rows(const std::string& sql, const Params& params = {});
+
+    // Runs a statement and returns its rows as the result set of the calling
+    // set-returning function (materialize mode; column types must match).
+    void return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
+                     const Params& params = {});
+
+private:
+    bool connected_ = false;
+};
+
+}  // namespace pg_idempotent::pg
