@@ -5,6 +5,21 @@
 
 \echo Use "CREATE EXTENSION pg_idempotent" to load this file. \quit
 
+-- CREATE EXTENSION reuses an existing schema idem. One owned by a role other
+-- than a superuser could hold objects planted to be called by the SQL this
+-- extension writes: refuse it.
+DO $guard$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n
+               JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+              WHERE n.nspname OPERATOR(pg_catalog.=) 'idem' AND NOT r.rolsuper) THEN
+    RAISE EXCEPTION 'schema "idem" already exists and is owned by a role that is not a superuser'
+      USING ERRCODE = '42P06',
+            HINT = 'Drop that schema (after checking what is in it) and run CREATE EXTENSION pg_idempotent again.';
+  END IF;
+END
+$guard$;
+
 COMMENT ON SCHEMA idem IS
   'pg_idempotent: functions that make data pipelines safe to run twice';
 

@@ -1,0 +1,185 @@
+# Sourced by bench/run.sh before each benchmark script. The timing and
+# reporting helpers every benchmark shares; bench/README.md explains how to
+# add one.
+#
+# Timings are taken inside the server: bench_.time_ms(sql) reads
+# clock_timestamp() around an EXECUTE, so neither psql nor the socket is in
+# the numbers. Each timed statement is its own top-level statement (its own
+# transaction), the variants of a comparison run round-robin, and the start
+# of each round rotates so no variant always runs first or after the same
+# neighbour.
+
+BENCH_ROUNDS=${BENCH_ROUNDS:-7}
+BENCH_WARMUP=${BENCH_WARMUP:-1}
+
+# psql for scripts: no psqlrc, unaligned tuples only, stop on the first error.
+bench_psql() {
+    psql -X -q -At -v ON_ERROR_STOP=1 "$@"
+}
+
+# Appends to the report (bench/results/latest.md) and to stdout.
+report() {
+    printf '%s\n' "$*" | tee -a "$BENCH_REPORT"
+}
+
+# Progress on stderr, not in the report.
+say() {
+    printf '  .. %s\n' "$*" >&2
+}
+
+# The timer and the sample store; run.sh calls this once per cluster.
+bench_setup_timer() {
+    bench_psql <<'SQL'
+CREATE SCHEMA bench_;
+CREATE TABLE bench_.samples (suite text, variant text, round int, ms float8);
+CREATE FUNCTION bench_.time_ms(q text) RETURNS float8
+LANGUAGE plpgsql AS $f$
+DECLARE
+    t0 timestamptz;
+BEGIN
+    t0 := clock_timestamp();
+    EXECUTE q;
+    RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
+END
+$f$;
+SQL
+}
+
+# bench_compare SUITE NAME SQL [NAME SQL]...
+# Times every SQL BENCH_WARMUP times untimed, then BENCH_ROUNDS rounds,
+# round-robin. Sets BENCH_MEDIAN[NAME] (milliseconds) and prints the timing
+# table to the report: median, min, max, and the ratio to the first variant.
+declare -A BENCH_MEDIAN=()
+bench_compare() {
+    local suite=$1; shift
+    local names=() sqls=()
+    while [ $# -gt 0 ]; do
+        names+=("$1"); sqls+=("$2"); shift 2
+    done
+    local n=${#names[@]} i r k script
+    for ((i = 0; i < n; i++)); do
+        if [[ "${sqls[i]}" == *'$bench$'* ]]; then
+            echo "bench_compare: SQL of ${names[i]} must not contain \$bench\$" >&2; return 1
+        fi
+    done
+    script="DELETE FROM bench_.samples WHERE suite = '$suite';"$'\n'
+    for ((r = 1 - BENCH_WARMUP; r <= BENCH_ROUNDS; r++)); do
+        for ((k = 0; k < n; k++)); do
+            i=$(( (k + r + n * 1000) % n ))
+            script+="INSERT INTO bench_.samples SELECT '$suite', '${names[i]}', $r, bench_.time_ms(\$bench\$${sqls[i]}\$bench\$);"$'\n'
+        done
+    done
+    script+="DELETE FROM bench_.samples WHERE suite = '$suite' AND round < 1;"$'\n'
+    say "$suite: $n variants, $BENCH_WARMUP warm-up + $BENCH_ROUNDS timed rounds"
+    bench_psql <<<"$script"
+
+    local rows name med min max
+    rows=$(bench_psql -F ' ' -c "
+        SELECT variant,
+               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
+               round(min(ms)::numeric, 1), round(max(ms)::numeric, 1)
+        FROM bench_.samples WHERE suite = '$suite' GROUP BY variant")
+    while read -r name med min max; do
+        BENCH_MEDIAN[$name]=$med
+        eval "local min_$name=$min max_$name=$max"
+    done <<<"$rows"
+
+    local first=${names[0]}
+    report ""
+    report "| variant | statement | median ms | min ms | max ms | median / ${first} |"
+    report "|---|---|---:|---:|---:|---:|"
+    for ((i = 0; i < n; i++)); do
+        name=${names[i]}
+        local vmin="min_$name" vmax="max_$name"
+        report "| $name | \`${sqls[i]}\` | ${BENCH_MEDIAN[$name]} | ${!vmin} | ${!vmax} | $(bench_ratio "${BENCH_MEDIAN[$name]}" "${BENCH_MEDIAN[$first]}")x |"
+    done
+    report ""
+    report "Samples per variant: $BENCH_ROUNDS timed rounds after $BENCH_WARMUP warm-up round(s)."
+}
+
+# bench_ratio A B: A / B with two decimals.
+bench_ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "inf"; else printf "%.2f", a / b }'
+}
+
+# Goals: bench_goal_begin, then bench_goal WHAT MEASURED OP TARGET [UNIT], with
+# OP one of >= <=. A missed goal is printed as such, and counted in
+# BENCH_GOALS_MISSED (run.sh reports the total; it does not fail the run).
+BENCH_GOALS_MISSED=${BENCH_GOALS_MISSED:-0}
+bench_goal_begin() {
+    report ""
+    report "| goal | measured | target | met |"
+    report "|---|---:|---:|:---:|"
+}
+bench_goal() {
+    local what=$1 measured=$2 op=$3 target=$4 unit=${5:-}
+    local ok
+    ok=$(awk -v m="$measured" -v t="$target" -v op="$op" \
+        'BEGIN { print ((op == ">=" && m >= t) || (op == "<=" && m <= t)) ? "yes" : "no" }')
+    if [ "$ok" = no ]; then
+        BENCH_GOALS_MISSED=$((BENCH_GOALS_MISSED + 1))
+        ok="**NO**"
+    fi
+    report "| $what | $measured$unit | $op $target$unit | $ok |"
+}
+
+# bench_peak_memory SQL: runs SQL in a fresh backend while sampling that
+# backend's /proc/PID/status every few milliseconds; prints
+#   "BASELINE_KB PEAK_KB HWM_KB"
+# BASELINE_KB: RssAnon once connected and warmed up (SELECT 1), before SQL;
+# PEAK_KB: the highest RssAnon seen while SQL ran (private memory: palloc,
+# malloc, sort space; shared buffers are not in it);
+# HWM_KB: VmHWM after SQL, the kernel's exact peak of the whole resident set,
+# which also counts every shared-buffer page the backend touched.
+bench_peak_memory() {
+    local sql=$1 dir pid line
+    dir=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
+    mkfifo "$dir/in" "$dir/out"
+    bench_psql <"$dir/in" >"$dir/out" 2>&1 &
+    local psql_pid=$!
+    exec {to_psql}>"$dir/in" {from_psql}<"$dir/out"
+    echo "SELECT 1; SELECT pg_backend_pid();" >&$to_psql
+    read -r line <&$from_psql
+    read -r pid <&$from_psql
+    if ! [[ "$pid" =~ ^[0-9]+$ ]] || [ ! -r "/proc/$pid/status" ]; then
+        echo "bench_peak_memory: cannot read /proc/$pid/status (got '$line' '$pid')" >&2
+        exec {to_psql}>&- {from_psql}<&-; wait "$psql_pid" || true; rm -rf "$dir"
+        return 1
+    fi
+    local baseline
+    baseline=$(bench_status_kb "$pid" RssAnon)
+    ( peak=0
+      while [ ! -e "$dir/done" ]; do
+          v=$(bench_status_kb "$pid" RssAnon) || break
+          [ "${v:-0}" -gt "$peak" ] && peak=$v
+          sleep 0.005
+      done
+      echo "$peak" >"$dir/peak" ) &
+    local sampler=$!
+    echo "$sql; SELECT 'bench-done';" >&$to_psql
+    while read -r line <&$from_psql; do
+        [ "$line" = bench-done ] && break
+    done
+    local hwm last
+    hwm=$(bench_status_kb "$pid" VmHWM)
+    last=$(bench_status_kb "$pid" RssAnon)
+    touch "$dir/done"
+    wait "$sampler"
+    exec {to_psql}>&- {from_psql}<&-
+    wait "$psql_pid" || true
+    local peak
+    peak=$(cat "$dir/peak")
+    [ "$last" -gt "$peak" ] && peak=$last
+    rm -rf "$dir"
+    echo "$baseline $peak $hwm"
+}
+
+# bench_status_kb PID FIELD: a kB field of /proc/PID/status, read without
+# forking (the sampler runs it every few milliseconds).
+bench_status_kb() {
+    local key val _
+    while read -r key val _; do
+        if [ "$key" = "$2:" ]; then echo "$val"; return 0; fi
+    done <"/proc/$1/status" 2>/dev/null || return 1
+    return 1
+}

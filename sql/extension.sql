@@ -1,0 +1,52 @@
+-- The extension installs cleanly, documents itself, and keeps its schema shut.
+-- (pg_regress --load-extension=pg_idempotent created it.)
+
+SELECT extname, extversion, extrelocatable, extnamespace::regnamespace
+  FROM pg_extension WHERE extname = 'pg_idempotent';
+
+-- Every object of the extension has a COMMENT.
+SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS undocumented
+  FROM pg_depend d
+ WHERE d.refclassid = 'pg_extension'::regclass
+   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent')
+   AND d.deptype = 'e'
+   AND obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)::name) IS NULL
+ ORDER BY 1;
+SELECT count(*) > 0 AS has_schema_comment FROM pg_description
+ WHERE objoid = 'idem'::regnamespace;
+
+-- Functions that read user data run as the caller.
+SELECT p.proname, p.prosecdef, p.provolatile, p.proisstrict
+  FROM pg_proc p WHERE p.pronamespace = 'idem'::regnamespace ORDER BY 1;
+
+-- PUBLIC may use the schema but not create in it; the boundary probe is not
+-- for PUBLIC.
+SELECT has_schema_privilege('public', 'idem', 'USAGE') AS public_usage,
+       has_schema_privilege('public', 'idem', 'CREATE') AS public_create;
+SELECT has_function_privilege('public', 'idem._boundary_probe(text, text)', 'EXECUTE') AS public_probe,
+       has_function_privilege('public', 'idem.checksum(regclass, text[])', 'EXECUTE') AS public_checksum;
+
+-- Not relocatable.
+CREATE SCHEMA elsewhere;
+ALTER EXTENSION pg_idempotent SET SCHEMA elsewhere;
+DROP SCHEMA elsewhere;
+
+-- DROP EXTENSION removes every object; the schema idem that CREATE EXTENSION
+-- made is left empty (PostgreSQL does not make it a member), and a new
+-- CREATE EXTENSION uses it again.
+DROP EXTENSION pg_idempotent;
+SELECT count(*) AS idem_schemas FROM pg_namespace WHERE nspname = 'idem';
+SELECT count(*) AS objects_left FROM pg_proc WHERE pronamespace = 'idem'::regnamespace;
+CREATE EXTENSION pg_idempotent;
+
+-- A schema idem that someone else prepared is refused: its owner could have
+-- planted objects that the extension's own SQL would then call.
+DROP EXTENSION pg_idempotent;
+DROP SCHEMA idem;
+CREATE ROLE idem_squatter;
+CREATE SCHEMA idem AUTHORIZATION idem_squatter;
+CREATE EXTENSION pg_idempotent;
+DROP SCHEMA idem;
+DROP ROLE idem_squatter;
+CREATE EXTENSION pg_idempotent;
+SELECT count(*) AS idem_functions FROM pg_proc WHERE pronamespace = 'idem'::regnamespace;

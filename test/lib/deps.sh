@@ -1,0 +1,26 @@
+# Sourced. ensure_deps PKG...: installs the missing Debian packages when run
+# as root; as anyone else, names them and stops (exit 2).
+ensure_deps() {
+    local missing=()
+    local pkg
+    for pkg in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$pkg")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "pg_idempotent: missing packages: ${missing[*]}" >&2
+        echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+        exit 2
+    fi
+    echo "pg_idempotent: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# What building and testing need on a fresh Debian 12 machine.
+BUILD_DEPS=(make g++ cmake postgresql-15 postgresql-server-dev-15 postgresql-common
+            libxxhash-dev libpq-dev)
+TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl)

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The whole test suite: `make test` (and .ci/run) runs exactly this.
+#
+#   1. installs missing Debian packages (as root; otherwise names them)
+#   2. builds with -Werror and installs the module
+#   3. runs the GoogleTest unit tests of the pure C++ core
+#   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
+#   5. runs the pg_regress suite, the isolation specs and the TAP tests
+#   6. checks the server log for crashes
+#   7. removes the cluster (also on failure or Ctrl-C) and prints
+#      "N passed, N failed" last; exits non-zero on any failure
+#
+# SUITES="unit regress isolation tap" limits what runs (all by default).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+source test/lib/deps.sh
+source test/lib/cluster.sh
+
+SUITES=${SUITES:-"unit regress isolation tap"}
+PASSED=0
+FAILED=0
+FAILURES=()
+
+note_result() {  # name ok|fail
+    if [ "$2" = ok ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); FAILURES+=("$1"); fi
+}
+
+finish() {
+    cluster_stop
+    echo
+    if [ ${#FAILURES[@]} -gt 0 ]; then
+        echo "failed: ${FAILURES[*]}"
+    fi
+    echo "$PASSED passed, $FAILED failed"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+wants() { [[ " $SUITES " == *" $1 "* ]]; }
+
+ensure_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
+
+echo "== build"
+if ! make -s -j2 >/tmp/pg_idempotent-build.log 2>&1; then
+    cat /tmp/pg_idempotent-build.log
+    note_result build fail
+    exit 1
+fi
+if ! make -s install >/tmp/pg_idempotent-install.log 2>&1; then
+    cat /tmp/pg_idempotent-install.log
+    echo "make install failed: run as root or with write access to $(make -s -f /dev/null 2>/dev/null; /usr/lib/postgresql/15/bin/pg_config --pkglibdir)" >&2
+    note_result install fail
+    exit 1
+fi
+
+PGXS_DIR=$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")/..
+
+# pg_regress and pg_isolation_regress print "test NAME ... ok|FAILED" (or
+# "ok N - NAME" in newer versions): count both forms.
+count_regress_output() {  # file prefix
+    local line name
+    while IFS= read -r line; do
+        if [[ "$line" =~ ^(test|[[:space:]]+)[[:space:]]*([A-Za-z0-9_-]+)[[:space:]]+\.\.\.[[:space:]]+(ok|FAILED|failed) ]]; then
+            name=${BASH_REMATCH[2]}
+            if [ "${BASH_REMATCH[3]}" = ok ]; then note_result "$2/$name" ok; else note_result "$2/$name" fail; fi
+        elif [[ "$line" =~ ^(not\ )?ok\ [0-9]+[[:space:]]+[-+][[:space:]]+([A-Za-z0-9_-]+) ]]; then
+            name=${BASH_REMATCH[2]}
+            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "$2/$name" ok; else note_result "$2/$name" fail; fi
+        fi
+    done <"$1"
+}
+
+if wants unit; then
+    echo "== unit (GoogleTest)"
+    if bash test/unit/run.sh >/tmp/pg_idempotent-unit.log 2>&1; then :; fi
+    cat /tmp/pg_idempotent-unit.log | grep -E "^\[ *(OK|FAILED|PASSED) *\]" || cat /tmp/pg_idempotent-unit.log
+    ok=$(grep -cE "^\[ +OK \]" /tmp/pg_idempotent-unit.log || true)
+    bad=$(grep -E "^\[  FAILED  \] [A-Za-z]" /tmp/pg_idempotent-unit.log | grep -vc " listed below" || true)
+    if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then note_result unit/no-tests-ran fail; fi
+    PASSED=$((PASSED + ok)); FAILED=$((FAILED + bad))
+    [ "$bad" -gt 0 ] && FAILURES+=("unit")
+fi
+
+if wants regress || wants isolation; then
+    echo "== starting a private PostgreSQL 15 cluster"
+    cluster_start || { note_result cluster fail; exit 1; }
+    echo "   socket $PGHOST, port $PGPORT"
+fi
+
+if wants regress; then
+    echo "== regress (pg_regress)"
+    rm -rf results regression.diffs regression.out
+    "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
+        --inputdir=. --outputdir=. --dbname=idem_regress --load-extension=pg_idempotent \
+        $(cd sql && ls *.sql | sed 's/\.sql$//' | sort) >/tmp/pg_idempotent-regress.log 2>&1
+    cat /tmp/pg_idempotent-regress.log
+    count_regress_output /tmp/pg_idempotent-regress.log regress
+    [ -f regression.diffs ] && cat regression.diffs
+fi
+
+if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
+    echo "== isolation (pg_isolation_regress)"
+    rm -rf test/output_iso
+    "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir=/usr/lib/postgresql/15/bin \
+        --inputdir=test --outputdir=test/output_iso --dbname=idem_isolation \
+        --load-extension=pg_idempotent \
+        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | sort) >/tmp/pg_idempotent-iso.log 2>&1
+    cat /tmp/pg_idempotent-iso.log
+    count_regress_output /tmp/pg_idempotent-iso.log isolation
+    [ -f test/output_iso/regression.diffs ] && cat test/output_iso/regression.diffs
+fi
+
+if wants regress || wants isolation; then
+    problems=$(cluster_log_problems)
+    if [ -n "$problems" ]; then
+        echo "server log shows a crash:"; echo "$problems"
+        note_result server-log fail
+    else
+        note_result server-log ok
+    fi
+    cluster_stop
+fi
+
+if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
+    echo "== TAP (prove, PostgreSQL::Test::Cluster)"
+    TAP_DIR=$(mktemp -d /tmp/pg_idempotent-tap.XXXXXX)
+    chmod 755 "$TAP_DIR"
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$TAP_DIR"
+    for t in test/t/*.pl; do
+        name=$(basename "$t" .pl)
+        mkdir -p "$TAP_DIR/$name"
+        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$TAP_DIR/$name"
+        if as_pg env PATH="/usr/lib/postgresql/15/bin:$PATH" TESTDIR="$TAP_DIR/$name" \
+            PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" REPO_ROOT="$ROOT" \
+            PERL5LIB="$PGXS_DIR/src/test/perl" \
+            prove -v "$t" >"$TAP_DIR/$name.log" 2>&1; then
+            note_result "tap/$name" ok
+            grep -E "^(ok|not ok)" "$TAP_DIR/$name.log" | sed "s/^/   $name: /"
+        else
+            note_result "tap/$name" fail
+            cat "$TAP_DIR/$name.log"
+            for f in "$TAP_DIR/$name"/tmp_check/log/*; do
+                [ -f "$f" ] && { echo "--- $f"; tail -50 "$f"; }
+            done
+        fi
+    done
+    rm -rf "$TAP_DIR"
+fi
+
+[ "$FAILED" -eq 0 ]

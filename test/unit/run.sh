@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# GoogleTest unit tests of the pure C++ core (src/core): no server needed.
+# Builds into build/unit (gitignored) with Debian's libgtest-dev and runs the
+# binary; exits non-zero on a build or test failure. Extra arguments go to the
+# test binary (e.g. --gtest_filter=Multiset.*).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+
+CXX=${CXX:-g++}
+OUT=${UNIT_BUILD_DIR:-$ROOT/build/unit}
+GTEST_LIB=/usr/lib/x86_64-linux-gnu
+mkdir -p "$OUT"
+
+for lib in libgtest.a libgtest_main.a; do
+    if [ ! -f "$GTEST_LIB/$lib" ]; then
+        echo "missing $GTEST_LIB/$lib: install libgtest-dev" >&2
+        exit 2
+    fi
+done
+
+"$CXX" -std=c++17 -Wall -Wextra -Werror -O2 -I src \
+    src/core/*.cpp test/unit/*.cpp \
+    "$GTEST_LIB/libgtest_main.a" "$GTEST_LIB/libgtest.a" -pthread \
+    -o "$OUT/pg_idempotent_unit"
+
+exec "$OUT/pg_idempotent_unit" "$@"

@@ -1,0 +1,255 @@
+// MultisetDigest and the digest's text/byte forms (docs/row-image.md): the
+// checksum of a multiset of rows is the 128-bit sum of the row hashes modulo
+// 2^128 plus the row count, printed as "v1:<count>:<32 lowercase hex>".
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/digest.hpp"
+
+namespace {
+
+using pg_idempotent::core::Digest128;
+using pg_idempotent::core::kChecksumFormat;
+using pg_idempotent::core::MultisetDigest;
+using pg_idempotent::core::to_bytes;
+using pg_idempotent::core::to_hex;
+
+constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+
+std::vector<Digest128> random_digests(std::size_t n, std::uint32_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<Digest128> out(n);
+    for (Digest128& d : out)
+        d = Digest128{rng(), rng()};
+    return out;
+}
+
+MultisetDigest digest_of(const std::vector<Digest128>& rows)
+{
+    MultisetDigest m;
+    for (const Digest128& d : rows)
+        m.add(d);
+    return m;
+}
+
+TEST(DigestHex, BigEndianLowercase)
+{
+    EXPECT_EQ(to_hex(Digest128{0, 0}), "00000000000000000000000000000000");
+    EXPECT_EQ(to_hex(Digest128{0x0123456789abcdefULL, 0xfedcba9876543210ULL}),
+              "0123456789abcdeffedcba9876543210");
+    EXPECT_EQ(to_hex(Digest128{0, 1}), "00000000000000000000000000000001");
+    EXPECT_EQ(to_hex(Digest128{1, 0}), "00000000000000010000000000000000");
+    EXPECT_EQ(to_hex(Digest128{kMax, kMax}), "ffffffffffffffffffffffffffffffff");
+    EXPECT_EQ(to_hex(Digest128{0xABCDEF0000000000ULL, 0}).substr(0, 6), "abcdef");
+}
+
+TEST(DigestBytes, BigEndianMostSignificantFirst)
+{
+    unsigned char out[16];
+    to_bytes(Digest128{0x0102030405060708ULL, 0x090a0b0c0d0e0f10ULL}, out);
+    for (int i = 0; i < 16; ++i)
+        EXPECT_EQ(out[i], i + 1) << "byte " << i;
+
+    to_bytes(Digest128{0, 0xff}, out);
+    for (int i = 0; i < 15; ++i)
+        EXPECT_EQ(out[i], 0) << "byte " << i;
+    EXPECT_EQ(out[15], 0xff);
+}
+
+TEST(DigestBytes, AgreesWithHex)
+{
+    for (const Digest128& d : random_digests(50, 7)) {
+        unsigned char out[16];
+        to_bytes(d, out);
+        static const char kHex[] = "0123456789abcdef";
+        std::string from_bytes;
+        for (unsigned char b : out) {
+            from_bytes.push_back(kHex[b >> 4]);
+            from_bytes.push_back(kHex[b & 0xF]);
+        }
+        EXPECT_EQ(from_bytes, to_hex(d));
+    }
+}
+
+TEST(Multiset, EmptyText)
+{
+    MultisetDigest m;
+    EXPECT_EQ(m.count(), 0u);
+    EXPECT_EQ(m.text(), "v1:0:00000000000000000000000000000000");
+    EXPECT_STREQ(kChecksumFormat, "v1");
+}
+
+TEST(Multiset, TextFormatIsExact)
+{
+    MultisetDigest m;
+    m.add(Digest128{0x0123456789abcdefULL, 0xfedcba9876543210ULL});
+    EXPECT_EQ(m.text(), "v1:1:0123456789abcdeffedcba9876543210");
+
+    const std::regex shape("^v1:(0|[1-9][0-9]*):[0-9a-f]{32}$");
+    const MultisetDigest big = digest_of(random_digests(1234, 99));
+    EXPECT_TRUE(std::regex_match(big.text(), shape)) << big.text();
+    EXPECT_EQ(big.text(), "v1:1234:" + to_hex(big.sum()));
+}
+
+TEST(Multiset, SumIsPlainAddition)
+{
+    MultisetDigest m;
+    m.add(Digest128{1, 2});
+    m.add(Digest128{3, 4});
+    EXPECT_EQ(m.sum(), (Digest128{4, 6}));
+    EXPECT_EQ(m.count(), 2u);
+}
+
+TEST(Multiset, CarryFromLowToHigh)
+{
+    MultisetDigest m;
+    m.add(Digest128{0, kMax});
+    m.add(Digest128{0, 1});
+    EXPECT_EQ(m.sum(), (Digest128{1, 0}));
+    EXPECT_EQ(m.text(), "v1:2:00000000000000010000000000000000");
+}
+
+TEST(Multiset, CarryWhenBothLowHalvesAreLarge)
+{
+    MultisetDigest m;
+    m.add(Digest128{5, kMax});
+    m.add(Digest128{7, kMax});
+    EXPECT_EQ(m.sum(), (Digest128{13, kMax - 1}));
+}
+
+TEST(Multiset, WrapsModulo2To128)
+{
+    MultisetDigest m;
+    m.add(Digest128{kMax, kMax});
+    m.add(Digest128{0, 1});
+    EXPECT_EQ(m.sum(), (Digest128{0, 0}));
+    // The sum wrapped to zero but the count still tells it from the empty set.
+    EXPECT_EQ(m.text(), "v1:2:00000000000000000000000000000000");
+    EXPECT_NE(m.text(), MultisetDigest().text());
+}
+
+TEST(Multiset, MergeCarries)
+{
+    MultisetDigest a;
+    a.add(Digest128{0, kMax});
+    MultisetDigest b;
+    b.add(Digest128{0, 1});
+    a.merge(b);
+    EXPECT_EQ(a.sum(), (Digest128{1, 0}));
+    EXPECT_EQ(a.count(), 2u);
+}
+
+TEST(Multiset, OrderIndependent)
+{
+    std::vector<Digest128> rows = random_digests(1000, 42);
+    const std::string reference = digest_of(rows).text();
+    EXPECT_EQ(reference.rfind("v1:1000:", 0), 0u) << reference;
+
+    std::mt19937 rng(1);
+    for (int i = 0; i < 20; ++i) {
+        std::shuffle(rows.begin(), rows.end(), rng);
+        EXPECT_EQ(digest_of(rows).text(), reference) << "permutation " << i;
+    }
+    std::reverse(rows.begin(), rows.end());
+    EXPECT_EQ(digest_of(rows).text(), reference);
+    std::sort(rows.begin(), rows.end(),
+              [](const Digest128& x, const Digest128& y) { return x.hi != y.hi ? x.hi < y.hi : x.lo < y.lo; });
+    EXPECT_EQ(digest_of(rows).text(), reference);
+}
+
+TEST(Multiset, DuplicatesAreCounted)
+{
+    const std::vector<Digest128> rows = random_digests(1000, 43);
+    std::vector<Digest128> doubled = rows;
+    doubled.insert(doubled.end(), rows.begin(), rows.end());
+    std::vector<Digest128> quadrupled = doubled;
+    quadrupled.insert(quadrupled.end(), doubled.begin(), doubled.end());
+
+    const std::string once = digest_of(rows).text();
+    const std::string twice = digest_of(doubled).text();
+    const std::string four = digest_of(quadrupled).text();
+    EXPECT_NE(once, twice);
+    EXPECT_NE(once, four);
+    EXPECT_NE(twice, four);
+    EXPECT_EQ(digest_of(doubled).count(), 2000u);
+    EXPECT_EQ(digest_of(quadrupled).count(), 4000u);
+
+    // The sums themselves differ too, not only the counts.
+    EXPECT_NE(digest_of(rows).sum(), digest_of(doubled).sum());
+    EXPECT_NE(digest_of(doubled).sum(), digest_of(quadrupled).sum());
+}
+
+TEST(Multiset, DuplicatesDoNotCancel)
+{
+    // With XOR, {x, x} would equal {}. Here it must not.
+    for (const Digest128& x : random_digests(100, 44)) {
+        MultisetDigest pair;
+        pair.add(x);
+        pair.add(x);
+        EXPECT_NE(pair.text(), MultisetDigest().text());
+        EXPECT_NE(pair.sum(), (Digest128{0, 0}));
+
+        // {x, x, y} must differ from {y}, in the sum and not only the count.
+        const Digest128 y{0x1111, 0x2222};
+        MultisetDigest xxy = pair;
+        xxy.add(y);
+        MultisetDigest just_y;
+        just_y.add(y);
+        EXPECT_NE(xxy.sum(), just_y.sum());
+    }
+}
+
+TEST(Multiset, SwappingARowForAnotherChangesTheSum)
+{
+    std::vector<Digest128> rows = random_digests(100, 45);
+    const MultisetDigest before = digest_of(rows);
+    rows[50].lo ^= 1;  // "changing" one row keeps the count
+    const MultisetDigest after = digest_of(rows);
+    EXPECT_EQ(before.count(), after.count());
+    EXPECT_NE(before.text(), after.text());
+}
+
+TEST(Multiset, MergeEqualsAddingAll)
+{
+    const std::vector<Digest128> rows = random_digests(1000, 46);
+    const MultisetDigest all = digest_of(rows);
+
+    // Split into uneven parts, as partitions would be.
+    const std::size_t cuts[] = {0, 1, 250, 251, 999, 1000};
+    MultisetDigest merged;
+    for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) {
+        MultisetDigest part;
+        for (std::size_t j = cuts[i]; j < cuts[i + 1]; ++j)
+            part.add(rows[j]);
+        merged.merge(part);
+    }
+    EXPECT_EQ(merged.text(), all.text());
+    EXPECT_EQ(merged.count(), 1000u);
+    EXPECT_EQ(merged.sum(), all.sum());
+
+    // Merging an empty digest changes nothing; merging into one copies it.
+    MultisetDigest copy;
+    copy.merge(all);
+    copy.merge(MultisetDigest());
+    EXPECT_EQ(copy.text(), all.text());
+}
+
+TEST(Multiset, CountIsInTheText)
+{
+    MultisetDigest m;
+    for (std::uint64_t i = 1; i <= 12; ++i) {
+        m.add(Digest128{0, 0});  // all-zero hashes: only the count moves
+        EXPECT_EQ(m.text(), "v1:" + std::to_string(i) + ":00000000000000000000000000000000");
+    }
+}
+
+}  // namespace
