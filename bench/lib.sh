@@ -74,6 +74,7 @@ bench_compare() {
     bench_psql <<<"$script"
 
     local rows name med min max
+    local -A vmin=() vmax=()
     rows=$(bench_psql -F ' ' -c "
         SELECT variant,
                round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
@@ -81,7 +82,8 @@ bench_compare() {
         FROM bench_.samples WHERE suite = '$suite' GROUP BY variant")
     while read -r name med min max; do
         BENCH_MEDIAN[$name]=$med
-        eval "local min_$name=$min max_$name=$max"
+        vmin[$name]=$min
+        vmax[$name]=$max
     done <<<"$rows"
 
     local first=${names[0]}
@@ -90,8 +92,7 @@ bench_compare() {
     report "|---|---|---:|---:|---:|---:|"
     for ((i = 0; i < n; i++)); do
         name=${names[i]}
-        local vmin="min_$name" vmax="max_$name"
-        report "| $name | \`${sqls[i]}\` | ${BENCH_MEDIAN[$name]} | ${!vmin} | ${!vmax} | $(bench_ratio "${BENCH_MEDIAN[$name]}" "${BENCH_MEDIAN[$first]}")x |"
+        report "| $name | \`${sqls[i]}\` | ${BENCH_MEDIAN[$name]} | ${vmin[$name]} | ${vmax[$name]} | $(bench_ratio "${BENCH_MEDIAN[$name]}" "${BENCH_MEDIAN[$first]}")x |"
     done
     report ""
     report "Samples per variant: $BENCH_ROUNDS timed rounds after $BENCH_WARMUP warm-up round(s)."
@@ -134,7 +135,9 @@ bench_goal() {
 bench_peak_memory() {
     local sql=$1 dir pid line
     dir=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
-    mkfifo "$dir/in" "$dir/out"
+    mkfifo "$dir/in" "$dir/out" "$dir/sleep"
+    # read -t on a fifo nobody writes to: a sleep that does not fork.
+    exec {sleeper}<>"$dir/sleep"
     bench_psql <"$dir/in" >"$dir/out" 2>&1 &
     local psql_pid=$!
     exec {to_psql}>"$dir/in" {from_psql}<"$dir/out"
@@ -143,30 +146,35 @@ bench_peak_memory() {
     read -r pid <&$from_psql
     if ! [[ "$pid" =~ ^[0-9]+$ ]] || [ ! -r "/proc/$pid/status" ]; then
         echo "bench_peak_memory: cannot read /proc/$pid/status (got '$line' '$pid')" >&2
-        exec {to_psql}>&- {from_psql}<&-; wait "$psql_pid" || true; rm -rf "$dir"
+        exec {to_psql}>&- {from_psql}<&- {sleeper}<&-; wait "$psql_pid" || true; rm -rf "$dir"
         return 1
     fi
     local baseline
-    baseline=$(bench_status_kb "$pid" RssAnon)
+    bench_status_kb "$pid" RssAnon; baseline=$BENCH_KB
     ( peak=0
-      while [ ! -e "$dir/done" ]; do
-          v=$(bench_status_kb "$pid" RssAnon) || break
-          [ "${v:-0}" -gt "$peak" ] && peak=$v
-          sleep 0.005
+      while [ ! -e "$dir/done" ] && bench_status_kb "$pid" RssAnon; do
+          [ "$BENCH_KB" -gt "$peak" ] && peak=$BENCH_KB
+          read -r -t 0.005 <&$sleeper || true
       done
       echo "$peak" >"$dir/peak" ) &
     local sampler=$!
     echo "$sql; SELECT 'bench-done';" >&$to_psql
+    local done=no out=""
     while read -r line <&$from_psql; do
-        [ "$line" = bench-done ] && break
+        [ "$line" = bench-done ] && { done=yes; break; }
+        out+="$line"$'\n'
     done
     local hwm last
-    hwm=$(bench_status_kb "$pid" VmHWM)
-    last=$(bench_status_kb "$pid" RssAnon)
+    bench_status_kb "$pid" VmHWM; hwm=$BENCH_KB
+    bench_status_kb "$pid" RssAnon; last=$BENCH_KB
     touch "$dir/done"
     wait "$sampler"
-    exec {to_psql}>&- {from_psql}<&-
+    exec {to_psql}>&- {from_psql}<&- {sleeper}<&-
     wait "$psql_pid" || true
+    if [ "$done" != yes ]; then
+        echo "bench_peak_memory: the statement failed: $out" >&2
+        rm -rf "$dir"; return 1
+    fi
     local peak
     peak=$(cat "$dir/peak")
     [ "$last" -gt "$peak" ] && peak=$last
@@ -174,12 +182,14 @@ bench_peak_memory() {
     echo "$baseline $peak $hwm"
 }
 
-# bench_status_kb PID FIELD: a kB field of /proc/PID/status, read without
-# forking (the sampler runs it every few milliseconds).
+# bench_status_kb PID FIELD: sets BENCH_KB to a kB field of /proc/PID/status
+# without forking (the sampler runs it every few milliseconds); fails once
+# the process is gone.
 bench_status_kb() {
     local key val _
+    BENCH_KB=
     while read -r key val _; do
-        if [ "$key" = "$2:" ]; then echo "$val"; return 0; fi
-    done <"/proc/$1/status" 2>/dev/null || return 1
+        if [ "$key" = "$2:" ]; then BENCH_KB=$val; return 0; fi
+    done 2>/dev/null <"/proc/$1/status" || return 1
     return 1
 }

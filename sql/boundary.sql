@@ -4,17 +4,7 @@
 CREATE TABLE boundary_t (id int PRIMARY KEY, v text);
 INSERT INTO boundary_t VALUES (1, 'one');
 
--- Capture SQLSTATE, message, DETAIL and HINT exactly as a client sees them.
-CREATE FUNCTION show_error(sql text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE st text; msg text; det text; hin text;
-BEGIN
-  EXECUTE sql;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
-                          det = PG_EXCEPTION_DETAIL, hin = PG_EXCEPTION_HINT;
-  RETURN st || ' | ' || msg || ' | ' || coalesce(det, '') || ' | ' || coalesce(hin, '');
-END $$;
+-- show_error (00_helpers) shows SQLSTATE | message | DETAIL | HINT.
 
 -- The probe holds three C++ objects (each owning heap memory) across SPI.
 SELECT idem._boundary_probe('destructed') AS before \gset

@@ -94,7 +94,7 @@ if wants regress; then
     rm -rf results regression.diffs regression.out
     "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
         --inputdir=. --outputdir=. --dbname=idem_regress --load-extension=pg_idempotent \
-        $(cd sql && ls *.sql | sed 's/\.sql$//' | sort) >/tmp/pg_idempotent-regress.log 2>&1
+        $(cd sql && ls *.sql | sed "s/\.sql$//" | LC_ALL=C sort) >/tmp/pg_idempotent-regress.log 2>&1
     cat /tmp/pg_idempotent-regress.log
     count_regress_output /tmp/pg_idempotent-regress.log regress
     [ -f regression.diffs ] && cat regression.diffs

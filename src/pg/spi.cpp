@@ -203,7 +203,7 @@ core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Param
     if (plan == nullptr)
         check_spi(SPI_result, "SPI_prepare");
     if (!pg_call([&] { return SPI_is_cursor_plan(plan); })) {
-        throw UserError(sqlstate::kWrongObjectType,
+        throw UserError(sqlstate::kInvalidParameterValue,
                         "query must be a single statement that returns rows",
                         "The query was: " + sql,
                         "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
