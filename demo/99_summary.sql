@@ -1,0 +1,5 @@
+\echo '== What the demo showed'
+\echo 'A plain INSERT is not rerun-safe: one retry doubled the revenue.'
+\echo 'idem.checksum caught it: same rows in any order give the same checksum,'
+\echo 'and any extra, missing or changed row gives another one.'
+\echo

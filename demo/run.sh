@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make demo`: the story from the seeds, on a throwaway PostgreSQL 15 cluster.
+# Installs what is missing (as root; otherwise says what to install), builds,
+# installs, plays demo/*.sql in order, and removes the cluster at the end.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+source test/lib/deps.sh
+source test/lib/cluster.sh
+
+ensure_deps "${BUILD_DEPS[@]}"
+echo "building and installing pg_idempotent..."
+make -s -j2 >/dev/null
+if ! make -s install >/dev/null 2>&1; then
+    echo "make install failed: run 'sudo make install' (or 'make demo' as root) first" >&2
+    exit 2
+fi
+
+trap cluster_stop EXIT
+trap 'exit 130' INT TERM
+cluster_start
+echo "throwaway cluster: socket $PGHOST, port $PGPORT"
+echo
+
+for part in demo/[0-9]*.sql; do
+    /usr/lib/postgresql/15/bin/psql -X -q -v ON_ERROR_STOP=1 -f "$part"
+done
