@@ -10,10 +10,10 @@ EXTENSION = pg_idempotent
 MODULE_big = pg_idempotent
 EXTVERSION = 0.1.0
 
-CORE_OBJS = src/core/digest.o src/core/row_image.o src/core/sql_text.o
+CORE_OBJS = src/core/digest.o src/core/row_image.o src/core/sql_text.o src/core/merge_sql.o
 PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
           src/pg/row_digest_receiver.o
-FEATURE_OBJS = src/checksum.o src/boundary_probe.o
+FEATURE_OBJS = src/checksum.o src/boundary_probe.o src/merge.o
 OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)
 
 DATA = pg_idempotent--0.1.0.sql
@@ -25,7 +25,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 PG_CONFIG ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
 
 PG_CPPFLAGS = -I$(CURDIR)/src
-PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -fvisibility=hidden
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -fvisibility=hidden -MMD -MP
 SHLIB_LINK += -lstdc++
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
@@ -39,6 +39,10 @@ else
 all install installcheck:
 	@echo "PostgreSQL 15 development files are missing: run 'make test' as root, or install postgresql-server-dev-15." >&2; exit 2
 endif
+
+# Header dependencies (-MMD): a changed header rebuilds what includes it.
+-include $(OBJS:.o=.d)
+EXTRA_CLEAN = $(OBJS:.o=.d)
 
 .PHONY: test demo bench unit
 test:

@@ -65,3 +65,181 @@ CREATE FUNCTION idem._boundary_probe(action text, sql text DEFAULT NULL)
 COMMENT ON FUNCTION idem._boundary_probe(text, text) IS
   'Internal diagnostic for the test suite: drives the C++/PostgreSQL error boundary (superuser only)';
 REVOKE ALL ON FUNCTION idem._boundary_probe(text, text) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Internal helpers shared by the families.
+
+-- Raises an error with the given SQLSTATE from inside a statement the
+-- extension builds (a CASE calls it only when a check fails).
+CREATE FUNCTION idem._raise(code text, message text, detail text, hint text)
+  RETURNS boolean LANGUAGE plpgsql VOLATILE PARALLEL SAFE
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message,
+                        DETAIL = coalesce(detail, ''), HINT = coalesce(hint, '');
+END
+$$;
+COMMENT ON FUNCTION idem._raise(text, text, text, text) IS
+  'Internal: raises an error with a given SQLSTATE from inside a statement built by the extension';
+
+-- ---------------------------------------------------------------------------
+-- Family 2: merge on the business key.
+
+-- Tombstones: a versioned delete leaves (key, version) here so that a late,
+-- older row cannot bring the key back. Closed to PUBLIC; touched only by the
+-- SECURITY DEFINER functions below. The target is a regclass (dumped by
+-- name, so it survives pg_dump/pg_restore); the key is kept as the digest of
+-- its v1 image, with a readable copy. Versions are text in a canonical form
+-- (the functions fix DateStyle, TimeZone, IntervalStyle, extra_float_digits).
+CREATE TABLE idem.tombstones (
+  target regclass NOT NULL,
+  key_digest uuid NOT NULL,
+  key_data jsonb,
+  version text NOT NULL,
+  deleted_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+  PRIMARY KEY (target, key_digest)
+);
+CREATE INDEX tombstones_deleted_at ON idem.tombstones (target, deleted_at);
+REVOKE ALL ON idem.tombstones FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.tombstones', '');
+COMMENT ON TABLE idem.tombstones IS
+  'Versioned deletes of idem.merge: a key deleted at a version stays deleted for older rows';
+
+CREATE FUNCTION idem._tombstones(target regclass, as_type anyelement)
+  RETURNS TABLE(key_digest uuid, version anyelement)
+  LANGUAGE plpgsql STABLE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  SET DateStyle = 'ISO, YMD' SET TimeZone = 'UTC' SET IntervalStyle = 'postgres'
+  SET extra_float_digits = 3
+AS $$
+BEGIN
+  RETURN QUERY EXECUTE pg_catalog.format(
+    'SELECT t.key_digest, t.version::%s FROM idem.tombstones t WHERE t.target OPERATOR(pg_catalog.=) $1',
+    pg_catalog.format_type(pg_catalog.pg_typeof(as_type), NULL))
+  USING target;
+END
+$$;
+COMMENT ON FUNCTION idem._tombstones(regclass, anyelement) IS
+  'Internal: the tombstones of a merge target, versions typed as as_type';
+
+CREATE FUNCTION idem._tombstones_put(target regclass, key_digests uuid[], key_data jsonb[],
+                                     versions anyarray)
+  RETURNS bigint
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+  SET DateStyle = 'ISO, YMD' SET TimeZone = 'UTC' SET IntervalStyle = 'postgres'
+  SET extra_float_digits = 3
+AS $$
+DECLARE
+  vtype text := pg_catalog.format_type(pg_catalog.pg_typeof(versions[1]), NULL);
+  n bigint;
+BEGIN
+  IF key_digests IS NULL THEN
+    RETURN 0;
+  END IF;
+  -- Only a newer version replaces a tombstone (compared as the version type).
+  EXECUTE pg_catalog.format(
+    'INSERT INTO idem.tombstones AS t (target, key_digest, key_data, version)
+     SELECT $1, u.d, u.k, u.v::pg_catalog.text FROM pg_catalog.unnest($2, $3, $4) AS u(d, k, v)
+     ON CONFLICT (target, key_digest) DO UPDATE
+       SET version = EXCLUDED.version, key_data = EXCLUDED.key_data, deleted_at = pg_catalog.now()
+     WHERE t.version::%1$s OPERATOR(pg_catalog.<) EXCLUDED.version::%1$s', vtype)
+  USING target, key_digests, key_data, versions;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN n;
+END
+$$;
+COMMENT ON FUNCTION idem._tombstones_put(regclass, uuid[], jsonb[], anyarray) IS
+  'Internal: records versioned deletes of a merge target';
+
+CREATE FUNCTION idem.purge_tombstones(target regclass, older_than interval)
+  RETURNS bigint
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE n bigint;
+BEGIN
+  IF target IS NULL OR older_than IS NULL THEN
+    RAISE EXCEPTION 'target and older_than must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  DELETE FROM idem.tombstones t
+   WHERE t.target OPERATOR(pg_catalog.=) purge_tombstones.target
+     AND t.deleted_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-) older_than;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN n;
+END
+$$;
+COMMENT ON FUNCTION idem.purge_tombstones(regclass, interval) IS
+  'Deletes the tombstones of a merge target older than the given age; returns how many';
+
+-- Tombstones are state: granted with idem.grant_usage, not to PUBLIC.
+REVOKE ALL ON FUNCTION idem._tombstones(regclass, anyelement) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem._tombstones_put(regclass, uuid[], jsonb[], anyarray) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem.purge_tombstones(regclass, interval) FROM PUBLIC;
+
+CREATE FUNCTION idem.merge(target regclass, source regclass,
+                           key text[] DEFAULT NULL,
+                           version_column text DEFAULT NULL,
+                           delete_column text DEFAULT NULL,
+                           delete_missing boolean DEFAULT false,
+                           delete_scope text DEFAULT NULL,
+                           columns text[] DEFAULT NULL,
+                           allow_empty boolean DEFAULT false,
+                           dry_run boolean DEFAULT false)
+  RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_merge'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.merge(regclass, regclass, text[], text, text, boolean, text, text[], boolean, boolean) IS
+  'Merges a source table or view into target on the business key: inserts new keys, updates changed rows, never touches unchanged ones; versions, deletes and tombstones';
+
+CREATE FUNCTION idem.merge_query(target regclass, query text,
+                                 key text[] DEFAULT NULL,
+                                 version_column text DEFAULT NULL,
+                                 delete_column text DEFAULT NULL,
+                                 delete_missing boolean DEFAULT false,
+                                 delete_scope text DEFAULT NULL,
+                                 columns text[] DEFAULT NULL,
+                                 allow_empty boolean DEFAULT false,
+                                 dry_run boolean DEFAULT false)
+  RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_merge_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean) IS
+  'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';
+
+-- ---------------------------------------------------------------------------
+-- The one grant a DBA gives a pipeline role for idem's state functions.
+CREATE FUNCTION idem.grant_usage(role regrole) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF role IS NULL THEN
+    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
+    'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
+    'idem.purge_tombstones(regclass, interval) TO %s', role);
+END
+$$;
+REVOKE ALL ON FUNCTION idem.grant_usage(regrole) FROM PUBLIC;
+COMMENT ON FUNCTION idem.grant_usage(regrole) IS
+  'Lets a role use idem''s state (tombstones; later keys, checkpoints, publish): the one grant a pipeline role needs';
+
+CREATE FUNCTION idem.revoke_usage(role regrole) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF role IS NULL THEN
+    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
+    'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
+    'idem.purge_tombstones(regclass, interval) FROM %s', role);
+END
+$$;
+REVOKE ALL ON FUNCTION idem.revoke_usage(regrole) FROM PUBLIC;
+COMMENT ON FUNCTION idem.revoke_usage(regrole) IS
+  'Takes back what idem.grant_usage gave a role';

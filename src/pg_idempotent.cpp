@@ -3,6 +3,7 @@
 // guard between PostgreSQL's longjmp errors and C++ exceptions.
 #include "boundary_probe.hpp"
 #include "checksum.hpp"
+#include "merge.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
 
@@ -20,6 +21,8 @@ PG_FUNCTION_INFO_V1(idem_checksum_query);
 PG_FUNCTION_INFO_V1(idem_diff);
 PG_FUNCTION_INFO_V1(idem__row_digest);
 PG_FUNCTION_INFO_V1(idem__boundary_probe);
+PG_FUNCTION_INFO_V1(idem_merge);
+PG_FUNCTION_INFO_V1(idem_merge_query);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -68,6 +71,48 @@ Datum idem__boundary_probe(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "action");
         const auto n = pg_idempotent::boundary_probe(*pg::arg_text(fcinfo, 0), pg::arg_text(fcinfo, 1));
         return Int64GetDatum(n);
+    });
+}
+
+// merge and merge_query share everything after their second argument.
+static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
+{
+    pg_idempotent::MergeOptions o;
+    o.key = pg::arg_text_array(fcinfo, 2, "key");
+    o.version_column = pg::arg_text(fcinfo, 3);
+    o.delete_column = pg::arg_text(fcinfo, 4);
+    pg::require_arg(fcinfo, 5, "delete_missing");
+    o.delete_missing = *pg::arg_bool(fcinfo, 5);
+    o.delete_scope = pg::arg_text(fcinfo, 6);
+    o.columns = pg::arg_text_array(fcinfo, 7, "columns");
+    pg::require_arg(fcinfo, 8, "allow_empty");
+    o.allow_empty = *pg::arg_bool(fcinfo, 8);
+    pg::require_arg(fcinfo, 9, "dry_run");
+    o.dry_run = *pg::arg_bool(fcinfo, 9);
+    return o;
+}
+
+Datum idem_merge(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "source");
+        pg_idempotent::MergeSource source;
+        source.relation = pg::arg_oid(fcinfo, 1);
+        pg_idempotent::merge(fcinfo, *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
+        return Datum(0);
+    });
+}
+
+Datum idem_merge_query(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "query");
+        pg_idempotent::MergeSource source;
+        source.query = pg::arg_text(fcinfo, 1);
+        pg_idempotent::merge(fcinfo, *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
+        return Datum(0);
     });
 }
 

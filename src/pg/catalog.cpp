@@ -1,12 +1,32 @@
 #include "pg/catalog.hpp"
 
 #include "pg/guard.hpp"
+#include "pg/spi.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_operator.h"
+#include "commands/defrem.h"
+#include "parser/parse_coerce.h"
+#include "utils/rel.h"
+}
 
 namespace pg_idempotent::pg {
 
 std::string quote_ident(const std::string& name)
 {
     const char* quoted = pg_call([&] { return quote_identifier(name.c_str()); });
+    return std::string(quoted);
+}
+
+std::string quote_literal(const std::string& text)
+{
+    const char* quoted = pg_call([&] { return quote_literal_cstr(text.c_str()); });
     return std::string(quoted);
 }
 
@@ -48,6 +68,7 @@ Relation describe_relation(std::uint32_t oid)
         bool live = false;
         const char* name = nullptr;
         const char* type_name = nullptr;
+        const char* qualified_type = nullptr;
         pg_call([&] {
             HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(oid), Int16GetDatum(attnum));
             if (!HeapTupleIsValid(tup))
@@ -64,6 +85,8 @@ Relation describe_relation(std::uint32_t oid)
                 col.generated = att->attgenerated;
                 col.identity = att->attidentity;
                 type_name = format_type_with_typemod(att->atttypid, att->atttypmod);
+                qualified_type = format_type_extended(att->atttypid, att->atttypmod,
+                                                      FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
             }
             ReleaseSysCache(tup);
         });
@@ -71,9 +94,142 @@ Relation describe_relation(std::uint32_t oid)
             continue;
         col.name = name;
         col.type_name = type_name;
+        col.qualified_type = qualified_type;
         rel.columns.push_back(std::move(col));
     }
     return rel;
+}
+
+std::vector<UniqueIndex> unique_indexes(std::uint32_t relation)
+{
+    // Read pg_index through the relcache's index list: one entry per index.
+    List* index_oids = pg_call([&] {
+        ::Relation rel = table_open(relation, AccessShareLock);
+        List* oids = RelationGetIndexList(rel);
+        table_close(rel, AccessShareLock);
+        return oids;
+    });
+    std::vector<UniqueIndex> out;
+    const int n = pg_call([&] { return list_length(index_oids); });
+    for (int i = 0; i < n; ++i) {
+        const Oid index_oid = pg_call([&] { return list_nth_oid(index_oids, i); });
+        UniqueIndex ix;
+        bool unique = false;
+        int nkeys = 0;
+        AttrNumber keys[INDEX_MAX_KEYS];
+        const char* name = nullptr;
+        pg_call([&] {
+            HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
+            if (!HeapTupleIsValid(tup))
+                elog(ERROR, "cache lookup failed for index %u", index_oid);
+            auto* form = reinterpret_cast<Form_pg_index>(GETSTRUCT(tup));
+            unique = form->indisunique;
+            ix.primary = form->indisprimary;
+            nkeys = form->indnkeyatts;
+            bool plain = true;
+            for (int k = 0; k < nkeys; ++k) {
+                keys[k] = form->indkey.values[k];
+                if (keys[k] == 0)
+                    plain = false;  // an expression column
+            }
+            ix.usable = form->indisvalid && form->indimmediate && plain &&
+                        heap_attisnull(tup, Anum_pg_index_indpred, nullptr) &&
+                        heap_attisnull(tup, Anum_pg_index_indexprs, nullptr);
+            ReleaseSysCache(tup);
+            name = get_rel_name(index_oid);
+        });
+        if (!unique)
+            continue;
+        ix.name = name != nullptr ? name : "";
+        for (int k = 0; k < nkeys; ++k) {
+            if (keys[k] <= 0)
+                continue;
+            const AttrNumber attnum = keys[k];
+            const char* col = pg_call([&] { return get_attname(relation, attnum, false); });
+            ix.columns.emplace_back(col);
+        }
+        out.push_back(std::move(ix));
+    }
+    return out;
+}
+
+std::vector<Column> describe_query(const std::string& sql)
+{
+    // Planned and described without running: the caller's query text is
+    // wrapped as a subquery with LIMIT 0.
+    SpiSession spi;
+    const std::string wrapped = "SELECT * FROM (" + sql + "\n) AS idem_source LIMIT 0";
+    SPIPlanPtr plan = pg_call([&] { return SPI_prepare(wrapped.c_str(), 0, nullptr); });
+    if (plan == nullptr)
+        throw UserError(sqlstate::kInternalError, "could not prepare the source query");
+    std::vector<Column> cols;
+    int natts = 0;
+    TupleDesc desc = pg_call([&] {
+        const int rc = SPI_execute_plan(plan, nullptr, nullptr, false, 0);
+        if (rc != SPI_OK_SELECT)
+            elog(ERROR, "describing the source query failed: %s", SPI_result_code_string(rc));
+        return CreateTupleDescCopy(SPI_tuptable->tupdesc);
+    });
+    natts = desc->natts;
+    for (int i = 0; i < natts; ++i) {
+        Form_pg_attribute att = TupleDescAttr(desc, i);
+        Column col;
+        col.name = NameStr(att->attname);
+        col.number = i + 1;
+        col.type_oid = att->atttypid;
+        col.typmod = att->atttypmod;
+        col.collation = att->attcollation;
+        const Oid type = att->atttypid;
+        const int32 typmod = att->atttypmod;
+        col.type_name = pg_call([&] { return format_type_with_typemod(type, typmod); });
+        col.qualified_type = pg_call([&] {
+            return format_type_extended(type, typmod, FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+        });
+        cols.push_back(std::move(col));
+    }
+    spi.finish();
+    return cols;
+}
+
+std::string btree_operator(std::uint32_t type_oid, int strategy, const std::string& column)
+{
+    Oid op = InvalidOid;
+    pg_call([&] {
+        const Oid base = getBaseType(type_oid);
+        const Oid opclass = GetDefaultOpClass(base, BTREE_AM_OID);
+        if (OidIsValid(opclass)) {
+            const Oid family = get_opclass_family(opclass);
+            const Oid input = get_opclass_input_type(opclass);
+            op = get_opfamily_member(family, input, input, static_cast<int16>(strategy));
+        }
+    });
+    if (op == InvalidOid) {
+        const char* type_name = pg_call([&] { return format_type_be(type_oid); });
+        throw UserError("42883", "column \"" + column + "\" has type " + type_name +
+                                     ", which has no default btree operator class",
+                        {}, "Keys and versions need a type with an ordering (a default btree operator class).");
+    }
+    const char* opname = nullptr;
+    const char* nspname = nullptr;
+    pg_call([&] {
+        HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(op));
+        if (!HeapTupleIsValid(tup))
+            elog(ERROR, "cache lookup failed for operator %u", op);
+        auto* form = reinterpret_cast<Form_pg_operator>(GETSTRUCT(tup));
+        opname = pstrdup(NameStr(form->oprname));
+        nspname = get_namespace_name(form->oprnamespace);
+        ReleaseSysCache(tup);
+    });
+    return std::string("OPERATOR(") + quote_ident(nspname) + "." + opname + ")";
+}
+
+bool can_assign(std::uint32_t from, std::uint32_t to)
+{
+    return pg_call([&] {
+        Oid in = from;
+        Oid out = to;
+        return can_coerce_type(1, &in, &out, COERCION_ASSIGNMENT);
+    });
 }
 
 }  // namespace pg_idempotent::pg

@@ -22,6 +22,14 @@ struct Column {
     char generated = '\0';        // attgenerated: 's' = stored generated
     char identity = '\0';         // attidentity: 'a' always, 'd' by default
     std::string type_name;        // format_type_with_typemod, for messages
+    std::string qualified_type;   // always schema-qualified, for SQL (casts)
+};
+
+struct UniqueIndex {
+    std::string name;
+    bool primary = false;
+    bool usable = false;                // valid, immediate, plain columns, no predicate
+    std::vector<std::string> columns;   // key columns, in index order
 };
 
 struct Relation {
@@ -35,6 +43,24 @@ struct Relation {
 
 // Looks the relation up; UserError (42P01) when the OID names nothing.
 Relation describe_relation(std::uint32_t oid);
+
+// The unique indexes (and primary key) of a table or partitioned table.
+std::vector<UniqueIndex> unique_indexes(std::uint32_t relation);
+
+// Columns of the rows a query returns (planned, not run), named as the query
+// names them. Caller SQL: runs under the caller's search_path and privileges.
+std::vector<Column> describe_query(const std::string& sql);
+
+// "OPERATOR(schema.op)" for a btree strategy (1 <, 3 =, 5 >) of the type's
+// default btree operator class, so citext and other extension types compare
+// the way their unique indexes do. UserError 42883 when the type has none.
+std::string btree_operator(std::uint32_t type_oid, int strategy, const std::string& column);
+
+// Whether a value of type from converts to type to by assignment (as INSERT does).
+bool can_assign(std::uint32_t from, std::uint32_t to);
+
+// A SQL string literal (quote_literal): for names in messages the SQL builds.
+std::string quote_literal(const std::string& text);
 
 // quote_identifier: quotes only when needed (upper case, spaces, quotes...).
 std::string quote_ident(const std::string& name);

@@ -226,15 +226,28 @@ core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Param
 }
 
 void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
-                             const Params& params)
+                             const Params& params, bool hide_statement)
 {
     SpiArgs args = convert_params(params);
     pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    const int rc = pg_call([&] {
-        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
-                                     args.nulls, false, 0);
-    });
+    int rc = 0;
+    try {
+        rc = pg_call([&] {
+            return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
+                                         args.nulls, false, 0);
+        });
+    } catch (PgError& e) {
+        if (hide_statement) {
+            // The message, SQLSTATE, DETAIL and HINT name the problem; the
+            // generated statement would only bury them.
+            ErrorData* data = e.data();
+            data->context = nullptr;
+            data->internalquery = nullptr;
+            data->internalpos = 0;
+        }
+        throw;
+    }
     check_spi(rc, "SPI_execute_with_args");
     SPITupleTable* table = SPI_tuptable;
     if (table == nullptr)

@@ -70,8 +70,10 @@ public:
 
     // Runs a statement and returns its rows as the result set of the calling
     // set-returning function (materialize mode; column types must match).
+    // hide_statement: the SQL is the extension's own (possibly long); errors
+    // from it reach the client without the statement text as CONTEXT.
     void return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
-                     const Params& params = {});
+                     const Params& params = {}, bool hide_statement = false);
 
 private:
     bool connected_ = false;

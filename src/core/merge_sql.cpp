@@ -1,0 +1,325 @@
+#include "core/merge_sql.hpp"
+
+#include "core/sql_text.hpp"
+
+namespace pg_idempotent::core {
+
+namespace {
+
+const char* const kEq = "OPERATOR(pg_catalog.=)";
+const char* const kGt = "OPERATOR(pg_catalog.>)";
+const char* const kPlus = "OPERATOR(pg_catalog.+)";
+const char* const kMinus = "OPERATOR(pg_catalog.-)";
+const char* const kDeleteFlag = "\"idem$delete\"";
+const char* const kAction = "\"idem$action\"";
+
+std::string action_is(const std::string& alias, int action)
+{
+    return alias + "." + kAction + " " + kEq + " " + std::to_string(action);
+}
+
+// a.k1 = b.k1 AND a.k2 = b.k2, with each key's own equality operator.
+std::string keys_match(const MergeSpec& s, const std::string& a, const std::string& b)
+{
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < s.keys.size(); ++i)
+        parts.push_back(a + "." + s.keys[i].name + " " + s.key_eq[i] + " " + b + "." + s.keys[i].name);
+    return join(parts, " AND ");
+}
+
+std::string key_list(const MergeSpec& s, const std::string& alias)
+{
+    std::vector<std::string> parts;
+    for (const auto& k : s.keys)
+        parts.push_back(alias.empty() ? k.name : alias + "." + k.name);
+    return join(parts);
+}
+
+// The row image digest of some columns; cast = compare as the target stores.
+std::string digest_of(const std::vector<MergeColumn>& cols, const std::string& alias, bool cast)
+{
+    std::vector<std::string> parts;
+    for (const auto& c : cols) {
+        const std::string ref = alias + "." + c.name;
+        parts.push_back(cast ? "CAST(" + ref + " AS " + c.type + ")" : ref);
+    }
+    // ROW() of one column is still a row; of none, the empty row.
+    return "idem._row_digest(ROW(" + join(parts) + "))";
+}
+
+// "(k1, k2)=(v1, v2)" for messages, from the row alias.
+std::string key_text(const MergeSpec& s, const std::string& alias)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+    for (const auto& k : s.keys) {
+        names.push_back(k.name_literal);
+        values.push_back("COALESCE(" + alias + "." + k.name + "::pg_catalog.text, 'NULL')");
+    }
+    return "pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', " + join(names) +
+           "), pg_catalog.concat_ws(', ', " + join(values) + "))";
+}
+
+std::string count_where(const std::string& from, const std::string& where = {})
+{
+    return "(SELECT pg_catalog.count(*) FROM " + from + (where.empty() ? "" : " WHERE " + where) + ")";
+}
+
+}  // namespace
+
+std::string build_merge_sql(const MergeSpec& s)
+{
+    const bool versioned = s.version.has_value();
+    const bool deletes = s.delete_column.has_value();
+    std::string sql = "WITH\n";
+
+    // src: keys (and the version) cast to the target's types so that they
+    // compare the way the unique index does; other columns stay as given and
+    // are converted by the INSERT/UPDATE itself (assignment casts).
+    {
+        std::vector<std::string> cols;
+        for (const auto& c : s.insert_columns) {
+            bool is_key = false;
+            for (const auto& k : s.keys)
+                is_key = is_key || k.name == c.name;
+            const bool cast = is_key || (versioned && s.version->name == c.name);
+            cols.push_back(cast ? "CAST(s." + c.name + " AS " + c.type + ") AS " + c.name
+                                : "s." + c.name);
+        }
+        if (deletes)
+            cols.push_back("CAST(s." + *s.delete_column + " AS pg_catalog.bool) AS " + kDeleteFlag);
+        sql += "src AS MATERIALIZED (SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s),\n";
+    }
+
+    // stats and dups: what the checks need.
+    {
+        std::vector<std::string> cols = {"pg_catalog.count(*) AS n"};
+        if (s.check_nulls) {
+            for (std::size_t i = 0; i < s.keys.size(); ++i)
+                cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name +
+                               " IS NULL) AS null_" + std::to_string(i));
+        }
+        if (versioned)
+            cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version->name + " IS NULL) AS null_version");
+        sql += "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src),\n";
+    }
+    std::vector<MergeColumn> all_src = s.insert_columns;
+    if (deletes)
+        all_src.push_back(MergeColumn{kDeleteFlag, "pg_catalog.bool", "'delete'"});
+    if (s.check_duplicates) {
+        const std::string k = key_list(s, "src");
+        if (!versioned) {
+            sql += "dups AS MATERIALIZED (SELECT " + k + " FROM src GROUP BY " + k +
+                   " HAVING pg_catalog.count(DISTINCT " + digest_of(all_src, "src", false) + ") " + kGt +
+                   " 1 LIMIT 1),\n";
+        } else {
+            // Only the rows of the highest version compete.
+            sql += "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.max(src." + s.version->name +
+                   ") AS top FROM src GROUP BY " + k + " HAVING pg_catalog.count(*) " + kGt + " 1),\n";
+            sql += "dups AS MATERIALIZED (SELECT " + key_list(s, "src") + " FROM src JOIN tops ON " +
+                   keys_match(s, "src", "tops") + " AND src." + s.version->name + " " + s.version_eq +
+                   " tops.top GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " +
+                   digest_of(all_src, "src", false) + ") " + kGt + " 1 LIMIT 1),\n";
+        }
+    }
+
+    // checks: the first problem raises (in this order), else true.
+    {
+        std::string c = "checks AS MATERIALIZED (SELECT CASE\n";
+        if (s.check_nulls) {
+            for (std::size_t i = 0; i < s.keys.size(); ++i) {
+                const std::string n = "st.null_" + std::to_string(i);
+                c += " WHEN " + n + " " + kGt + " 0 THEN idem._raise('23502', pg_catalog.format("
+                     "'null value in key column %s of the source', pg_catalog.quote_ident(" +
+                     s.keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " +
+                     n + ", pg_catalog.quote_ident(" + s.keys[i].name_literal +
+                     ")), 'Every key column of every source row must have a value.')\n";
+            }
+        }
+        if (versioned) {
+            c += " WHEN st.null_version " + std::string(kGt) + " 0 THEN idem._raise('23502', pg_catalog.format("
+                 "'null value in version column %s of the source', pg_catalog.quote_ident(" +
+                 s.version->name_literal + ")), pg_catalog.format('%s source rows have no version.', st.null_version), "
+                 "'Every source row needs a version when version_column is given.')\n";
+        }
+        if (s.check_duplicates) {
+            c += " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
+                 "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values" +
+                 std::string(versioned ? " at its highest version" : "") + ".', " + key_text(s, "d") +
+                 "), " +
+                 (versioned ? "'Give each change of a key a higher version.'"
+                            : "'Remove the duplicates, or pass version_column so that the newest row wins.'") +
+                 ") FROM dups d)\n";
+        }
+        if (s.delete_missing && !s.allow_empty) {
+            c += " WHEN st.n " + std::string(kEq) + " 0 THEN idem._raise('22023', "
+                 "'the source is empty and delete_missing would delete every target row in scope', "
+                 "'An empty snapshot usually means a failed extract.', "
+                 "'Pass allow_empty => true if the source is really empty.')\n";
+        }
+        c += " ELSE true END AS ok FROM stats st),\n";
+        sql += c;
+    }
+
+    // dedup: one row per key.
+    if (s.check_duplicates) {
+        const std::string k = key_list(s, "");
+        sql += "dedup AS MATERIALIZED (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) ORDER BY " +
+               k + (versioned ? ", " + s.version->name + " DESC" : "") + "),\n";
+    } else {
+        sql += "dedup AS MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks)),\n";
+    }
+
+    // plan: each source key's action.
+    {
+        const std::string matched = "t." + s.keys[0].name + " IS NOT NULL";
+        std::string p = "plan AS MATERIALIZED (SELECT d.*, CASE\n";
+        if (deletes)
+            p += " WHEN d." + std::string(kDeleteFlag) + " IS TRUE AND NOT (" + matched + ") THEN " +
+                 std::to_string(kDeleteAbsent) + "\n";
+        if (s.tombstones) {
+            p += " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND NOT (tb.version " + s.version_lt +
+                 " d." + s.version->name + ") THEN " + std::to_string(kStale) + "\n";
+        }
+        p += " WHEN NOT (" + matched + ") THEN " + std::to_string(kInsert) + "\n";
+        if (versioned)
+            p += " WHEN d." + s.version->name + " " + s.version_lt + " t." + s.version->name + " THEN " +
+                 std::to_string(kStale) + "\n";
+        if (deletes)
+            p += " WHEN d." + std::string(kDeleteFlag) + " IS TRUE THEN " + std::to_string(kDelete) + "\n";
+        p += " WHEN " + digest_of(s.update_columns, "d", true) + " " + kEq + " " +
+             digest_of(s.update_columns, "t", false) + " THEN " + std::to_string(kUnchanged) + "\n";
+        if (versioned)
+            p += " WHEN d." + s.version->name + " " + s.version_eq + " t." + s.version->name + " THEN " +
+                 std::to_string(kConflict) + "\n";
+        p += " ELSE " + std::to_string(kUpdate) + " END AS " + kAction + "\n";
+        p += " FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
+        if (s.tombstones)
+            p += "\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass, NULL::" + s.version_type +
+                 ") AS tb ON tb.key_digest " + kEq + " " + digest_of(s.keys, "d", false);
+        p += "),\n";
+        sql += p;
+    }
+
+    if (versioned) {
+        sql += "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " +
+               action_is("p", kConflict) + ") THEN (SELECT idem._raise('21000', "
+               "'a source row has the same version as the target row but different content', "
+               "pg_catalog.format('Key %s has version %s in both.', " + key_text(s, "p") + ", p." +
+               s.version->name + "::pg_catalog.text), 'A changed row needs a higher version.') FROM plan p WHERE " +
+               action_is("p", kConflict) + " LIMIT 1) ELSE true END AS ok),\n";
+    } else {
+        sql += "checks2 AS MATERIALIZED (SELECT true AS ok),\n";
+    }
+
+    std::string scope = s.delete_scope ? "(" + *s.delete_scope + "\n) AND " : "";
+    std::string missing_where = scope + "NOT EXISTS (SELECT FROM dedup d WHERE " + keys_match(s, "t", "d") + ")";
+
+    std::string counts;
+    if (s.dry_run) {
+        const std::string missing =
+            s.delete_missing ? count_where(s.target + " AS t", missing_where) : std::string("0");
+        counts = "SELECT " + count_where("plan p", action_is("p", kInsert)) + "::pg_catalog.int8 AS inserted,\n " +
+                 count_where("plan p", action_is("p", kUpdate)) + "::pg_catalog.int8 AS updated,\n (" +
+                 count_where("plan p", action_is("p", kDelete)) + " " + kPlus + " " + missing +
+                 ")::pg_catalog.int8 AS deleted,\n " +
+                 count_where("plan p", "p." + std::string(kAction) + " OPERATOR(pg_catalog.=) ANY ('{4,7}'::pg_catalog.int4[])") +
+                 "::pg_catalog.int8 AS unchanged,\n " + count_where("plan p", action_is("p", kStale)) +
+                 "::pg_catalog.int8 AS stale\n FROM checks, checks2";
+        // (checks2 raises for conflicts, as a real run would.)
+        return sql.substr(0, sql.size() - 2) + "\n" + counts;
+    }
+
+    sql += "todo AS MATERIALIZED (SELECT * FROM plan p WHERE p." + std::string(kAction) +
+           " OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),\n";
+
+    // Inserts: new keys, in key order. A key a concurrent transaction has
+    // inserted meanwhile is updated instead (as if the two ran one after the
+    // other), unless its content is already the same.
+    {
+        std::vector<std::string> names;
+        for (const auto& c : s.insert_columns)
+            names.push_back(c.name);
+        std::vector<std::string> from_todo;
+        for (const auto& c : s.insert_columns)
+            from_todo.push_back("p." + c.name);
+        std::string ins = "ins AS (INSERT INTO " + s.target + " AS t (" + join(names) + ")" +
+                          (s.override_identity ? " OVERRIDING SYSTEM VALUE" : "") + "\n SELECT " + join(from_todo) +
+                          " FROM todo p WHERE " + action_is("p", kInsert) + " ORDER BY " + key_list(s, "p") +
+                          "\n ON CONFLICT (" + key_list(s, "") + ") ";
+        if (s.update_columns.empty()) {
+            ins += "DO NOTHING";
+        } else {
+            std::vector<std::string> upd;
+            std::vector<std::string> exc;
+            for (const auto& c : s.update_columns) {
+                upd.push_back(c.name);
+                exc.push_back("EXCLUDED." + c.name);
+            }
+            ins += "DO UPDATE SET (" + join(upd) + ") = ROW(" + join(exc) + ") WHERE NOT (" +
+                   digest_of(s.update_columns, "t", false) + " " + kEq + " " +
+                   digest_of(s.update_columns, "EXCLUDED", false) + ")";
+            if (versioned)
+                ins += " AND NOT (EXCLUDED." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")";
+        }
+        ins += "\n RETURNING (t.xmax " + std::string(kEq) + " '0'::pg_catalog.xid) AS fresh),\n";
+        sql += ins;
+    }
+
+    // Rows to update or delete are locked in key order first, so that two
+    // merges over overlapping keys queue instead of deadlocking.
+    sql += "lck AS (SELECT " + key_list(s, "t") + " FROM " + s.target + " AS t JOIN todo p ON " +
+           keys_match(s, "t", "p") + " WHERE p." + std::string(kAction) +
+           " OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY " + key_list(s, "t") +
+           " FOR UPDATE OF t),\n";
+    if (!s.update_columns.empty()) {
+        std::vector<std::string> upd;
+        std::vector<std::string> vals;
+        for (const auto& c : s.update_columns) {
+            upd.push_back(c.name);
+            vals.push_back("p." + c.name);
+        }
+        sql += "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
+               ") FROM (SELECT p.* FROM lck l JOIN todo p ON " + keys_match(s, "l", "p") + " WHERE " +
+               action_is("p", kUpdate) + ") AS p WHERE " + keys_match(s, "t", "p") + " RETURNING 1),\n";
+    } else {
+        sql += "upd AS (SELECT 1 WHERE false),\n";
+    }
+    if (deletes) {
+        sql += "del AS (DELETE FROM " + s.target + " AS t USING (SELECT p.* FROM lck l JOIN todo p ON " +
+               keys_match(s, "l", "p") + " WHERE " + action_is("p", kDelete) + ") AS p WHERE " +
+               keys_match(s, "t", "p") + " RETURNING 1),\n";
+    } else {
+        sql += "del AS (SELECT 1 WHERE false),\n";
+    }
+    if (s.delete_missing) {
+        sql += "miss AS (DELETE FROM " + s.target + " AS t WHERE " + missing_where +
+               " AND (SELECT ok FROM checks2) RETURNING 1),\n";
+    } else {
+        sql += "miss AS (SELECT 1 WHERE false),\n";
+    }
+    if (s.tombstones) {
+        // Versioned deletes (applied, or for keys the target lacks) leave a
+        // tombstone so that an older row cannot bring the key back.
+        sql += "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"
+               " pg_catalog.array_agg(" + digest_of(s.keys, "p", false) + "),"
+               " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" + key_list(s, "p") + ")),"
+               " pg_catalog.array_agg(p." + s.version->name + ")) AS n"
+               " FROM plan p WHERE p." + std::string(kAction) +
+               " OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),\n";
+    } else {
+        sql += "tomb AS (SELECT 0 AS n),\n";
+    }
+    sql.erase(sql.size() - 2);  // the last ",\n"
+    sql += "\nSELECT " + count_where("ins", "fresh") + "::pg_catalog.int8 AS inserted,\n (" +
+           count_where("upd") + " " + kPlus + " " + count_where("ins", "NOT fresh") +
+           ")::pg_catalog.int8 AS updated,\n (" + count_where("del") + " " + kPlus + " " + count_where("miss") +
+           ")::pg_catalog.int8 AS deleted,\n (" +
+           count_where("plan p", "p." + std::string(kAction) + " OPERATOR(pg_catalog.=) ANY ('{4,7}'::pg_catalog.int4[])") +
+           " " + kPlus + " " + count_where("todo p", action_is("p", kInsert)) + " " + kMinus + " " +
+           count_where("ins") + ")::pg_catalog.int8 AS unchanged,\n " + count_where("plan p", action_is("p", kStale)) +
+           "::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb";
+    return sql;
+}
+
+}  // namespace pg_idempotent::core

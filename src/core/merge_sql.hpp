@@ -1,0 +1,70 @@
+// The one statement idem.merge runs (pure C++: text building only).
+//
+// Every identifier arrives quoted, every type schema-qualified, every
+// operator as OPERATOR(schema.op) and every message text as a quoted literal,
+// all by the boundary layer; caller SQL (the source query, delete_scope) is
+// placed as given and runs under the caller's search_path and privileges.
+//
+// The statement is a chain of CTEs, so the source is read once and the
+// checks, the writes and the counts commit or fail together:
+//   src     the source rows (keys and versions cast to the target's types)
+//   stats   row count and NULL counts           -> 23502
+//   dups    keys with differing rows             -> 21000
+//   checks  raises the first problem found, else true (gates everything)
+//   dedup   one row per key (the highest version)
+//   plan    each key's action against the target (and its tombstone)
+//   checks2 equal version, different content     -> 21000
+//   lck     the rows to update or delete, locked in key order (no deadlock)
+//   ins/upd/del/miss   the writes; unchanged rows are never touched
+//   tomb    tombstones for versioned deletes
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pg_idempotent::core {
+
+struct MergeColumn {
+    std::string name;           // quoted identifier
+    std::string type;           // schema-qualified target type, for CAST
+    std::string name_literal;   // the name as a quoted SQL literal, for messages
+};
+
+// Action codes in the plan CTE (also documented in docs/merge.md).
+enum MergeAction : int {
+    kInsert = 1,
+    kUpdate = 2,
+    kDelete = 3,
+    kUnchanged = 4,
+    kStale = 5,
+    kConflict = 6,
+    kDeleteAbsent = 7,  // a delete for a key the target does not have
+};
+
+struct MergeSpec {
+    std::string target;                      // qualified, quoted
+    std::string source_sql;                  // a SELECT (relation) or the caller's query
+    std::vector<MergeColumn> keys;           // key columns (also in insert_columns)
+    std::vector<std::string> key_eq;         // equality operator per key
+    std::vector<MergeColumn> insert_columns; // everything an insert writes
+    std::vector<MergeColumn> update_columns; // what an update writes (no key)
+    std::optional<MergeColumn> version;
+    std::string version_lt, version_eq;      // operators of the version type
+    std::optional<std::string> delete_column;  // quoted source column (boolean)
+    bool delete_missing = false;
+    std::optional<std::string> delete_scope;   // caller predicate over the target
+    bool allow_empty = false;
+    bool dry_run = false;
+    bool check_nulls = true;        // false when the source's key columns are NOT NULL
+    bool check_duplicates = true;   // false when the source is unique on the key
+    bool override_identity = false; // OVERRIDING SYSTEM VALUE on insert
+    bool tombstones = false;        // version + delete_column: read and write tombstones
+    std::string version_type;       // schema-qualified, for the tombstone read
+};
+
+// The statement; its single result row is (inserted, updated, deleted,
+// unchanged, stale) as bigints. $1 is the target's OID (regclass).
+std::string build_merge_sql(const MergeSpec& spec);
+
+}  // namespace pg_idempotent::core

@@ -1,0 +1,34 @@
+// idem.merge and idem.merge_query (api.md section 2): merge on the business
+// key, leaving unchanged rows untouched, with versions, deletes and tombstones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct FunctionCallInfoBaseData;
+
+namespace pg_idempotent {
+
+struct MergeSource {
+    std::optional<std::uint32_t> relation;  // merge(target, source regclass)
+    std::optional<std::string> query;       // merge_query(target, query text)
+};
+
+struct MergeOptions {
+    std::optional<std::vector<std::string>> key;
+    std::optional<std::string> version_column;
+    std::optional<std::string> delete_column;
+    bool delete_missing = false;
+    std::optional<std::string> delete_scope;
+    std::optional<std::vector<std::string>> columns;
+    bool allow_empty = false;
+    bool dry_run = false;
+};
+
+// Runs the merge and returns its one row of counts as the result set.
+void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target, const MergeSource& source,
+           const MergeOptions& options);
+
+}  // namespace pg_idempotent
