@@ -19,6 +19,16 @@ SELECT count(*) > 0 AS has_schema_comment FROM pg_description
 SELECT p.proname, p.prosecdef, p.provolatile, p.proisstrict
   FROM pg_proc p WHERE p.pronamespace = 'idem'::regnamespace ORDER BY 1;
 
+-- Every SECURITY DEFINER function pins its search_path and is closed to
+-- PUBLIC (they touch idem's state; a DBA grants them with idem.grant_usage).
+SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute,
+       EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%') AS pinned_search_path
+  FROM pg_proc p WHERE p.pronamespace = 'idem'::regnamespace AND p.prosecdef ORDER BY 1;
+-- idem's state tables are closed to PUBLIC.
+SELECT c.relname, has_table_privilege('public', c.oid, 'SELECT') AS public_select,
+       has_table_privilege('public', c.oid, 'INSERT,UPDATE,DELETE') AS public_write
+  FROM pg_class c WHERE c.relnamespace = 'idem'::regnamespace AND c.relkind = 'r' ORDER BY 1;
+
 -- PUBLIC may use the schema but not create in it; the boundary probe is not
 -- for PUBLIC.
 SELECT has_schema_privilege('public', 'idem', 'USAGE') AS public_usage,

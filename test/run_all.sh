@@ -55,7 +55,7 @@ if ! make -s install >/tmp/pg_idempotent-install.log 2>&1; then
     exit 1
 fi
 
-PGXS_DIR=$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")/..
+PGXS_DIR=$(cd "$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")/../.." && pwd)
 
 # pg_regress and pg_isolation_regress print "test NAME ... ok|FAILED" (or
 # "ok N - NAME" in newer versions): count both forms.
@@ -92,11 +92,17 @@ fi
 if wants regress; then
     echo "== regress (pg_regress)"
     rm -rf results regression.diffs regression.out
+    before=$((PASSED + FAILED))
     "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
         --inputdir=. --outputdir=. --dbname=idem_regress --load-extension=pg_idempotent \
         $(cd sql && ls *.sql | sed "s/\.sql$//" | LC_ALL=C sort) >/tmp/pg_idempotent-regress.log 2>&1
+    rc=$?
     cat /tmp/pg_idempotent-regress.log
     count_regress_output /tmp/pg_idempotent-regress.log regress
+    # A runner that could not start, or counted nothing, is a failure too.
+    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
+        note_result regress/runner fail
+    fi
     [ -f regression.diffs ] && cat regression.diffs
 fi
 
@@ -106,9 +112,14 @@ if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir=/usr/lib/postgresql/15/bin \
         --inputdir=test --outputdir=test/output_iso --dbname=idem_isolation \
         --load-extension=pg_idempotent \
-        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | sort) >/tmp/pg_idempotent-iso.log 2>&1
+        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort) >/tmp/pg_idempotent-iso.log 2>&1
+    rc=$?
     cat /tmp/pg_idempotent-iso.log
+    before=$((PASSED + FAILED))
     count_regress_output /tmp/pg_idempotent-iso.log isolation
+    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
+        note_result isolation/runner fail
+    fi
     [ -f test/output_iso/regression.diffs ] && cat test/output_iso/regression.diffs
 fi
 
