@@ -264,6 +264,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     spec.allow_empty = options.allow_empty;
     spec.dry_run = options.dry_run;
     spec.override_identity = override_identity;
+    spec.partitioned = target.kind == 'p';
     const bool unique_source = source_has_unique_not_null_key(source, src_rel ? &*src_rel : nullptr, key, target);
     spec.check_nulls = !unique_source;
     spec.check_duplicates = !unique_source;

@@ -262,7 +262,11 @@ std::string build_merge_sql(const MergeSpec& s)
             if (versioned)
                 ins += " AND NOT (EXCLUDED." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")";
         }
-        ins += "\n RETURNING (t.xmax " + std::string(kEq) + " '0'::pg_catalog.xid) AS fresh),\n";
+        // xmax = 0 tells a fresh insert from a conflict turned update. A
+        // partitioned table has no xmax here: there a row a concurrent
+        // transaction inserted meanwhile counts as inserted (docs/merge.md).
+        ins += s.partitioned ? "\n RETURNING true AS fresh),\n"
+                             : "\n RETURNING (t.xmax " + std::string(kEq) + " '0'::pg_catalog.xid) AS fresh),\n";
         sql += ins;
     }
 

@@ -60,6 +60,7 @@ struct MergeSpec {
     bool check_duplicates = true;   // false when the source is unique on the key
     bool override_identity = false; // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;        // version + delete_column: read and write tombstones
+    bool partitioned = false;       // no xmax in RETURNING on a partitioned table
     std::string version_type;       // schema-qualified, for the tombstone read
 };
 
