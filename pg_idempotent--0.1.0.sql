@@ -141,7 +141,8 @@ BEGIN
   -- Only a newer version replaces a tombstone (compared as the version type).
   EXECUTE pg_catalog.format(
     'INSERT INTO idem.tombstones AS t (target, key_digest, key_data, version)
-     SELECT $1, u.d, u.k, u.v::pg_catalog.text FROM pg_catalog.unnest($2, $3, $4) AS u(d, k, v)
+     SELECT $1, u.d, u.k, u.v::pg_catalog.text
+       FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(d, k, v)
      ON CONFLICT (target, key_digest) DO UPDATE
        SET version = EXCLUDED.version, key_data = EXCLUDED.key_data, deleted_at = pg_catalog.now()
      WHERE t.version::%1$s OPERATOR(pg_catalog.<) EXCLUDED.version::%1$s', vtype)
@@ -165,7 +166,7 @@ BEGIN
   END IF;
   DELETE FROM idem.tombstones t
    WHERE t.target OPERATOR(pg_catalog.=) purge_tombstones.target
-     AND t.deleted_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-) older_than;
+     AND t.deleted_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) older_than);
   GET DIAGNOSTICS n = ROW_COUNT;
   RETURN n;
 END
