@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 // Header-only use of Debian's libxxhash-dev: the extension carries no runtime
 // dependency, and XXH3 inlines into the per-row loop.
@@ -26,13 +27,26 @@ void put_u32le(unsigned char out[4], std::uint32_t v) noexcept
 Digest128 from_xxh(XXH128_hash_t h) noexcept { return Digest128{h.high64, h.low64}; }
 }  // namespace
 
-RowHasher::RowHasher() : state_(std::make_unique<State>()) {}
+RowHasher::RowHasher() noexcept = default;
+
+bool RowHasher::ensure_state() noexcept
+{
+    if (!state_) {
+        state_.reset(new (std::nothrow) State);
+        if (!state_) {
+            failed_ = true;
+            return false;
+        }
+    }
+    return true;
+}
 RowHasher::~RowHasher() = default;
 
 void RowHasher::begin_row(std::uint32_t column_count) noexcept
 {
     used_ = 0;
     streaming_ = false;
+    failed_ = false;
     unsigned char n[4];
     put_u32le(n, column_count);
     append(n, sizeof n);
@@ -58,6 +72,8 @@ Digest128 RowHasher::end_row() noexcept
     if (!streaming_)
         return from_xxh(XXH3_128bits(buffer_, used_));
     flush();
+    if (failed_)
+        return Digest128{};
     return from_xxh(XXH3_128bits_digest(&state_->xxh));
 }
 
@@ -82,6 +98,10 @@ void RowHasher::append(const void* data, std::size_t length) noexcept
 
 void RowHasher::flush() noexcept
 {
+    if (!ensure_state()) {
+        used_ = 0;
+        return;
+    }
     if (!streaming_) {
         XXH3_128bits_reset(&state_->xxh);
         streaming_ = true;

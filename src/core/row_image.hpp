@@ -23,7 +23,7 @@ namespace pg_idempotent::core {
 
 class RowHasher {
 public:
-    RowHasher();  // may throw std::bad_alloc (never from a callback)
+    RowHasher() noexcept;  // no allocation: cheap enough to make per row
     ~RowHasher();
     RowHasher(const RowHasher&) = delete;
     RowHasher& operator=(const RowHasher&) = delete;
@@ -32,6 +32,9 @@ public:
     void add_null() noexcept;
     void add_value(const void* data, std::size_t length) noexcept;
     Digest128 end_row() noexcept;
+    // False when a row longer than the buffer could not get its streaming
+    // state (out of memory): the digest of that row is not valid.
+    bool ok() const noexcept { return !failed_; }
 
     // The whole v1 encoding of a row already laid out in memory (tests).
     static Digest128 hash_image(const void* data, std::size_t length) noexcept;
@@ -39,6 +42,7 @@ public:
 private:
     void append(const void* data, std::size_t length) noexcept;
     void flush() noexcept;
+    bool ensure_state() noexcept;  // allocates the streaming state on first use
 
     // Rows that fit in the buffer are hashed in one shot; longer rows spill
     // into a streaming state, which gives the same hash for the same bytes.
@@ -46,8 +50,9 @@ private:
     unsigned char buffer_[kBufferSize];
     std::size_t used_ = 0;
     bool streaming_ = false;
+    bool failed_ = false;  // the streaming state could not be allocated
     struct State;
-    std::unique_ptr<State> state_;
+    std::unique_ptr<State> state_;  // only for rows longer than the buffer
 };
 
 }  // namespace pg_idempotent::core

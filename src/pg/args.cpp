@@ -1,5 +1,7 @@
 #include "pg/args.hpp"
 
+#include <new>
+
 #include "core/row_image.hpp"
 #include "pg/guard.hpp"
 #include "pg/row_digest_receiver.hpp"
@@ -65,47 +67,75 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
     return out;
 }
 
+namespace {
+
+// The row type of the last record seen by this call site, kept in fn_extra
+// (the function's own memory context): looked up once per query, not per row.
+struct RecordShape {
+    Oid type_id;
+    int32 typmod;
+    TupleDesc desc;
+    Datum* values;
+    bool* nulls;
+    uint32 live;  // columns that are not dropped
+};
+
+RecordShape* record_shape(FunctionCallInfo fcinfo, HeapTupleHeader rec)
+{
+    const Oid type_id = HeapTupleHeaderGetTypeId(rec);
+    const int32 typmod = HeapTupleHeaderGetTypMod(rec);
+    auto* shape = static_cast<RecordShape*>(fcinfo->flinfo->fn_extra);
+    if (shape != nullptr && shape->type_id == type_id && shape->typmod == typmod)
+        return shape;
+    MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+    if (shape == nullptr)
+        shape = static_cast<RecordShape*>(palloc0(sizeof(RecordShape)));
+    TupleDesc looked_up = lookup_rowtype_tupdesc(type_id, typmod);
+    shape->desc = CreateTupleDescCopy(looked_up);
+    ReleaseTupleDesc(looked_up);
+    const int natts = shape->desc->natts;
+    shape->values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
+    shape->nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
+    shape->live = 0;
+    for (int i = 0; i < natts; ++i)
+        if (!TupleDescAttr(shape->desc, i)->attisdropped)
+            ++shape->live;
+    shape->type_id = type_id;
+    shape->typmod = typmod;
+    fcinfo->flinfo->fn_extra = shape;
+    MemoryContextSwitchTo(old);
+    return shape;
+}
+
+}  // namespace
+
 core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n)
 {
     // Deform the composite with its own row type, then hash each column with
     // the same feed_column_image the checksum receiver uses: one definition.
-    int natts = 0;
-    Datum* values = nullptr;
-    bool* nulls = nullptr;
-    TupleDesc desc = nullptr;
+    core::RowHasher hasher;  // no allocation for rows that fit its buffer
+    core::RowHasher* h = &hasher;
     pg_call([&] {
         HeapTupleHeader rec = PG_GETARG_HEAPTUPLEHEADER(n);
-        TupleDesc looked_up = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(rec),
-                                                     HeapTupleHeaderGetTypMod(rec));
-        desc = CreateTupleDescCopy(looked_up);
-        ReleaseTupleDesc(looked_up);
+        RecordShape* shape = record_shape(fcinfo, rec);
         HeapTupleData tuple;
         tuple.t_len = HeapTupleHeaderGetDatumLength(rec);
         ItemPointerSetInvalid(&tuple.t_self);
         tuple.t_tableOid = InvalidOid;
         tuple.t_data = rec;
-        natts = desc->natts;
-        values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
-        nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
-        heap_deform_tuple(&tuple, desc, values, nulls);
-    });
-    core::RowHasher hasher;
-    // Dropped columns of a table's row type are not part of the row image.
-    std::uint32_t live = 0;
-    for (int i = 0; i < natts; ++i)
-        if (!TupleDescAttr(desc, i)->attisdropped)
-            ++live;
-    hasher.begin_row(live);
-    core::RowHasher* h = &hasher;
-    pg_call([&] {
-        for (int i = 0; i < natts; ++i) {
-            Form_pg_attribute att = TupleDescAttr(desc, i);
+        heap_deform_tuple(&tuple, shape->desc, shape->values, shape->nulls);
+        h->begin_row(shape->live);
+        for (int i = 0; i < shape->desc->natts; ++i) {
+            Form_pg_attribute att = TupleDescAttr(shape->desc, i);
             if (att->attisdropped)
-                continue;
-            feed_column_image(h, values[i], nulls[i], att->attlen, att->attbyval);
+                continue;  // never part of a row's image
+            feed_column_image(h, shape->values[i], shape->nulls[i], att->attlen, att->attbyval);
         }
     });
-    return hasher.end_row();
+    const core::Digest128 digest = hasher.end_row();
+    if (!hasher.ok())
+        throw std::bad_alloc();
+    return digest;
 }
 
 Datum text_result(const std::string& s)

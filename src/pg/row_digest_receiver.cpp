@@ -41,7 +41,10 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
         feed_column_image(r->hasher, slot->tts_values[i], slot->tts_isnull[i], att->attlen,
                           att->attbyval);
     }
-    r->digest->add(r->hasher->end_row());
+    const core::Digest128 row = r->hasher->end_row();
+    if (!r->hasher->ok())
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
+    r->digest->add(row);
     MemoryContextSwitchTo(old);
     MemoryContextReset(r->row_context);
     return true;
