@@ -41,6 +41,7 @@ trap 'exit 130' INT TERM
 wants() { [[ " $SUITES " == *" $1 "* ]]; }
 
 ensure_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
+ensure_locale de_DE.UTF-8
 
 echo "== build"
 if ! make -s -j2 >/tmp/pg_idempotent-build.log 2>&1; then
@@ -101,6 +102,70 @@ if wants regress; then
     count_regress_output /tmp/pg_idempotent-regress.log regress
     # A runner that could not start, or counted nothing, is a failure too.
     if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
+        note_result regress/runner fail
+    fi
+    [ -f regression.diffs ] && cat regression.diffs
+fi
+
+if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
+    echo "== isolation (pg_isolation_regress)"
+    rm -rf test/output_iso
+    "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir=/usr/lib/postgresql/15/bin \
+        --inputdir=test --outputdir=test/output_iso --dbname=idem_isolation \
+        --load-extension=pg_idempotent \
+        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort) >/tmp/pg_idempotent-iso.log 2>&1
+    rc=$?
+    cat /tmp/pg_idempotent-iso.log
+    before=$((PASSED + FAILED))
+    count_regress_output /tmp/pg_idempotent-iso.log isolation
+    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
+        note_result isolation/runner fail
+    fi
+    [ -f test/output_iso/regression.diffs ] && cat test/output_iso/regression.diffs
+fi
+
+if wants regress || wants isolation; then
+    problems=$(cluster_log_problems)
+    if [ -n "$problems" ]; then
+        echo "server log shows a crash:"; echo "$problems"
+        note_result server-log fail
+    else
+        note_result server-log ok
+    fi
+    cluster_stop
+fi
+
+if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
+    echo "== TAP (prove, PostgreSQL::Test::Cluster)"
+    # TAP tests run initdb, so as root they run as postgres, which may not be
+    # able to read this checkout (CI clones under /root): they get a copy.
+    TAP_DIR=$(mktemp -d /tmp/pg_idempotent-tap.XXXXXX)
+    mkdir -p "$TAP_DIR/repo"
+    cp -r test META.json LICENSE pg_idempotent.control pg_idempotent--*.sql "$TAP_DIR/repo/"
+    chmod -R a+rX "$TAP_DIR"
+    [ "$(id -u)" -eq 0 ] && chown -R postgres:postgres "$TAP_DIR"
+    for t in test/t/*.pl; do
+        name=$(basename "$t" .pl)
+        mkdir -p "$TAP_DIR/$name"
+        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$TAP_DIR/$name"
+        if (cd "$TAP_DIR/repo" && as_pg env PATH="/usr/lib/postgresql/15/bin:$PATH" TESTDIR="$TAP_DIR/$name" \
+            PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" REPO_ROOT="$TAP_DIR/repo" \
+            PERL5LIB="$PGXS_DIR/src/test/perl" \
+            prove -v "test/t/$name.pl" >"$TAP_DIR/$name.log" 2>&1); then
+            note_result "tap/$name" ok
+            grep -E "^(ok|not ok)" "$TAP_DIR/$name.log" | sed "s/^/   $name: /"
+        else
+            note_result "tap/$name" fail
+            cat "$TAP_DIR/$name.log"
+            for f in "$TAP_DIR/$name"/tmp_check/log/*; do
+                [ -f "$f" ] && { echo "--- $f"; tail -50 "$f"; }
+            done
+        fi
+    done
+    rm -rf "$TAP_DIR"
+fi
+
+[ "$FAILED" -eq 0 ]; }; then
         note_result regress/runner fail
     fi
     [ -f regression.diffs ] && cat regression.diffs

@@ -23,4 +23,18 @@ ensure_deps() {
 # What building and testing need on a fresh Debian 12 machine.
 BUILD_DEPS=(make g++ cmake postgresql-15 postgresql-server-dev-15 postgresql-common
             libxxhash-dev libpq-dev)
-TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl)
+TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl locales)
+
+# ensure_locale NAME: the tests switch lc_* to a locale other than the
+# cluster's (de_DE.UTF-8) to prove checksums ignore them; generate it if
+# missing (root), or say how.
+ensure_locale() {
+    if locale -a 2>/dev/null | grep -qix "$(echo "$1" | sed 's/UTF-8/utf8/')"; then
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "pg_idempotent: the tests need the locale $1: sudo localedef -i ${1%%.*} -f UTF-8 $1" >&2
+        exit 2
+    fi
+    localedef -i "${1%%.*}" -f UTF-8 "$1" >&2
+}
