@@ -210,8 +210,22 @@ COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean
   'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';
 
 -- ---------------------------------------------------------------------------
--- The one grant a DBA gives a pipeline role for idem's state functions.
-CREATE FUNCTION idem.grant_usage(role regrole) RETURNS void
+-- Who may use idem's state: a DBA's grants, per scope or for every scope
+-- (scope NULL). Checked by the state functions against the calling role and
+-- every role whose privileges it has, so "GRANT idem_user TO etl" works after
+-- a one-time SELECT idem.grant_usage('idem_user').
+CREATE TABLE idem.usage_grants (
+  role regrole NOT NULL,
+  scope text,
+  granted_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE UNIQUE INDEX usage_grants_role_scope ON idem.usage_grants (role, (COALESCE(scope, '')));
+REVOKE ALL ON idem.usage_grants FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.usage_grants', '');
+COMMENT ON TABLE idem.usage_grants IS
+  'Roles allowed to use idem''s keys (per scope, or every scope when scope is NULL) and tombstones';
+
+CREATE FUNCTION idem.grant_usage(role regrole, scope text DEFAULT NULL) RETURNS void
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp
 AS $$
@@ -219,16 +233,21 @@ BEGIN
   IF role IS NULL THEN
     RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
   END IF;
+  IF scope = '' THEN
+    RAISE EXCEPTION 'scope must not be empty' USING ERRCODE = '22023', HINT = 'Pass NULL for every scope.';
+  END IF;
+  INSERT INTO idem.usage_grants (role, scope) VALUES (role, scope)
+    ON CONFLICT (role, (COALESCE(scope, ''))) DO NOTHING;
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
     'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
     'idem.purge_tombstones(regclass, interval) TO %s', role);
 END
 $$;
-REVOKE ALL ON FUNCTION idem.grant_usage(regrole) FROM PUBLIC;
-COMMENT ON FUNCTION idem.grant_usage(regrole) IS
-  'Lets a role use idem''s state (tombstones; later keys, checkpoints, publish): the one grant a pipeline role needs';
+REVOKE ALL ON FUNCTION idem.grant_usage(regrole, text) FROM PUBLIC;
+COMMENT ON FUNCTION idem.grant_usage(regrole, text) IS
+  'Lets a role use idem''s keys (in one scope, or every scope when scope is NULL) and tombstones: the one grant a pipeline role needs';
 
-CREATE FUNCTION idem.revoke_usage(role regrole) RETURNS void
+CREATE FUNCTION idem.revoke_usage(role regrole, scope text DEFAULT NULL) RETURNS void
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp
 AS $$
@@ -236,11 +255,99 @@ BEGIN
   IF role IS NULL THEN
     RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
   END IF;
-  EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
-    'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
-    'idem.purge_tombstones(regclass, interval) FROM %s', role);
+  DELETE FROM idem.usage_grants g
+   WHERE g.role OPERATOR(pg_catalog.=) revoke_usage.role
+     AND COALESCE(g.scope, '') OPERATOR(pg_catalog.=) COALESCE(revoke_usage.scope, '');
+  IF NOT EXISTS (SELECT FROM idem.usage_grants g WHERE g.role OPERATOR(pg_catalog.=) revoke_usage.role) THEN
+    EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
+      'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
+      'idem.purge_tombstones(regclass, interval) FROM %s', role);
+  END IF;
 END
 $$;
-REVOKE ALL ON FUNCTION idem.revoke_usage(regrole) FROM PUBLIC;
-COMMENT ON FUNCTION idem.revoke_usage(regrole) IS
-  'Takes back what idem.grant_usage gave a role';
+REVOKE ALL ON FUNCTION idem.revoke_usage(regrole, text) FROM PUBLIC;
+COMMENT ON FUNCTION idem.revoke_usage(regrole, text) IS
+  'Takes back what idem.grant_usage gave a role (for one scope, or the every-scope grant when scope is NULL)';
+
+-- ---------------------------------------------------------------------------
+-- Family 3: idempotency keys. "I already did this" is a row, claimed in the
+-- caller's transaction. The key itself can be of any length: rows are found
+-- by (scope, md5(key)), so keys beyond the btree size limit work.
+CREATE TABLE idem.keys (
+  scope text NOT NULL,
+  key_hash uuid NOT NULL,
+  key text NOT NULL,
+  fingerprint text,
+  state text NOT NULL CHECK (state IN ('in_progress', 'done')),
+  result jsonb,
+  recovery_point text,
+  lease interval,
+  claimed_at timestamptz NOT NULL,
+  completed_at timestamptz,
+  lease_until timestamptz,
+  claimed_by xid8 NOT NULL,
+  PRIMARY KEY (scope, key_hash)
+);
+-- purge_keys deletes by age: a range scan, not a scan of every key.
+CREATE INDEX keys_age ON idem.keys ((COALESCE(completed_at, claimed_at)));
+REVOKE ALL ON idem.keys FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.keys', '');
+COMMENT ON TABLE idem.keys IS
+  'Idempotency keys: one row per (scope, key) claimed by idem.claim, claim_many or once';
+
+CREATE FUNCTION idem.claim(key text, scope text DEFAULT 'default', fingerprint text DEFAULT NULL,
+                           wait boolean DEFAULT true, lease interval DEFAULT NULL)
+  RETURNS boolean AS 'MODULE_PATHNAME', 'idem_claim'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.claim(text, text, text, boolean, interval) IS
+  'Claims an idempotency key in this transaction: true if this transaction now owns it, false if an earlier one already did the work';
+
+CREATE FUNCTION idem.claim_many(keys text[], scope text DEFAULT 'default')
+  RETURNS SETOF text AS 'MODULE_PATHNAME', 'idem_claim_many'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 100;
+COMMENT ON FUNCTION idem.claim_many(text[], text) IS
+  'Claims a batch of keys in one statement; returns the keys this transaction now owns';
+
+CREATE FUNCTION idem.complete(key text, result jsonb DEFAULT NULL, scope text DEFAULT 'default')
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_complete'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.complete(text, jsonb, text) IS
+  'Marks a claimed key done and stores its result';
+
+CREATE FUNCTION idem.save_point(key text, recovery_point text, scope text DEFAULT 'default')
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_save_point'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.save_point(text, text, text) IS
+  'Records the progress of a leased key and renews its lease';
+
+CREATE FUNCTION idem.result(key text, scope text DEFAULT 'default')
+  RETURNS jsonb AS 'MODULE_PATHNAME', 'idem_result'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.result(text, text) IS
+  'The stored result of a key (NULL if none)';
+
+CREATE FUNCTION idem.once(key text, query text, scope text DEFAULT 'default', fingerprint text DEFAULT NULL)
+  RETURNS jsonb AS 'MODULE_PATHNAME', 'idem_once'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.once(text, text, text, text) IS
+  'Runs query once per key (claim, run, store its rows as a jsonb array); a repeat returns the stored result without running anything';
+
+CREATE FUNCTION idem.key_status(key text, scope text DEFAULT 'default')
+  RETURNS TABLE(state text, fingerprint text, result jsonb, recovery_point text,
+                claimed_at timestamptz, completed_at timestamptz, lease_until timestamptz)
+  AS 'MODULE_PATHNAME', 'idem_key_status'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.key_status(text, text) IS
+  'The state of a key: in_progress, expired (a lease ran out), or done; no row if never claimed';
+
+CREATE FUNCTION idem.forget(key text, scope text DEFAULT 'default')
+  RETURNS boolean AS 'MODULE_PATHNAME', 'idem_forget'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.forget(text, text) IS
+  'Deletes a key so that it can be claimed again; true if it existed';
+
+CREATE FUNCTION idem.purge_keys(older_than interval, scope text DEFAULT NULL)
+  RETURNS bigint AS 'MODULE_PATHNAME', 'idem_purge_keys'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.purge_keys(interval, text) IS
+  'Deletes keys older than the given age (of one scope, or of every scope for a superuser), except live leases';

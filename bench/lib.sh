@@ -49,7 +49,14 @@ SQL
 # Times every SQL BENCH_WARMUP times untimed, then BENCH_ROUNDS rounds,
 # round-robin. Sets BENCH_MEDIAN[NAME] (milliseconds) and prints the timing
 # table to the report: median, min, max, and the ratio to the first variant.
+#
+# BENCH_RESET[NAME]=SQL, when set, runs untimed right before each of NAME's
+# statements (warm-up too), as separate top-level statements of the same
+# session, so that every round measures the same work (e.g. TRUNCATE, reload,
+# VACUUM, CHECKPOINT). Set it before bench_compare, clear it after
+# (BENCH_RESET=()).
 declare -A BENCH_MEDIAN=()
+declare -A BENCH_RESET=()
 bench_compare() {
     local suite=$1; shift
     local names=() sqls=()
@@ -66,6 +73,9 @@ bench_compare() {
     for ((r = 1 - BENCH_WARMUP; r <= BENCH_ROUNDS; r++)); do
         for ((k = 0; k < n; k++)); do
             i=$(( (k + r + n * 1000) % n ))
+            if [ -n "${BENCH_RESET[${names[i]}]:-}" ]; then
+                script+="${BENCH_RESET[${names[i]}]}"$'\n'
+            fi
             script+="INSERT INTO bench_.samples SELECT '$suite', '${names[i]}', $r, bench_.time_ms(\$bench\$${sqls[i]}\$bench\$);"$'\n'
         done
     done

@@ -3,6 +3,7 @@
 // guard between PostgreSQL's longjmp errors and C++ exceptions.
 #include "boundary_probe.hpp"
 #include "checksum.hpp"
+#include "keys.hpp"
 #include "merge.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
@@ -23,6 +24,15 @@ PG_FUNCTION_INFO_V1(idem__row_digest);
 PG_FUNCTION_INFO_V1(idem__boundary_probe);
 PG_FUNCTION_INFO_V1(idem_merge);
 PG_FUNCTION_INFO_V1(idem_merge_query);
+PG_FUNCTION_INFO_V1(idem_claim);
+PG_FUNCTION_INFO_V1(idem_claim_many);
+PG_FUNCTION_INFO_V1(idem_complete);
+PG_FUNCTION_INFO_V1(idem_save_point);
+PG_FUNCTION_INFO_V1(idem_result);
+PG_FUNCTION_INFO_V1(idem_once);
+PG_FUNCTION_INFO_V1(idem_key_status);
+PG_FUNCTION_INFO_V1(idem_forget);
+PG_FUNCTION_INFO_V1(idem_purge_keys);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -113,6 +123,118 @@ Datum idem_merge_query(PG_FUNCTION_ARGS)
         source.query = pg::arg_text(fcinfo, 1);
         pg_idempotent::merge(fcinfo, *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
+    });
+}
+
+Datum idem_claim(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg::require_arg(fcinfo, 3, "wait");
+        pg_idempotent::ClaimRequest r;
+        r.key = *pg::arg_text(fcinfo, 0);
+        r.scope = *pg::arg_text(fcinfo, 1);
+        r.fingerprint = pg::arg_text(fcinfo, 2);
+        r.wait = *pg::arg_bool(fcinfo, 3);
+        r.lease = pg::arg_interval_text(fcinfo, 4);
+        return BoolGetDatum(pg_idempotent::claim(r));
+    });
+}
+
+Datum idem_claim_many(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "keys");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg_idempotent::claim_many(fcinfo, *pg::arg_text_array(fcinfo, 0, "keys"), *pg::arg_text(fcinfo, 1));
+        return Datum(0);
+    });
+}
+
+Datum idem_complete(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 2, "scope");
+        pg_idempotent::complete(*pg::arg_text(fcinfo, 0), pg::arg_jsonb_text(fcinfo, 1), *pg::arg_text(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_save_point(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "recovery_point");
+        pg::require_arg(fcinfo, 2, "scope");
+        pg_idempotent::save_point(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_result(PG_FUNCTION_ARGS)
+{
+    bool is_null = false;
+    Datum d = pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        auto r = pg_idempotent::result(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
+        if (!r) {
+            is_null = true;
+            return Datum(0);
+        }
+        return pg::jsonb_result(*r);
+    });
+    if (is_null)
+        PG_RETURN_NULL();
+    return d;
+}
+
+Datum idem_once(PG_FUNCTION_ARGS)
+{
+    bool is_null = false;
+    Datum d = pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "query");
+        pg::require_arg(fcinfo, 2, "scope");
+        auto r = pg_idempotent::once(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
+                                     pg::arg_text(fcinfo, 3));
+        if (!r) {
+            is_null = true;
+            return Datum(0);
+        }
+        return pg::jsonb_result(*r);
+    });
+    if (is_null)
+        PG_RETURN_NULL();
+    return d;
+}
+
+Datum idem_key_status(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg_idempotent::key_status(fcinfo, *pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
+        return Datum(0);
+    });
+}
+
+Datum idem_forget(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        return BoolGetDatum(pg_idempotent::forget(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1)));
+    });
+}
+
+Datum idem_purge_keys(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "older_than");
+        return Int64GetDatum(pg_idempotent::purge_keys(*pg::arg_interval_text(fcinfo, 0), pg::arg_text(fcinfo, 1)));
     });
 }
 

@@ -6,6 +6,11 @@
 #include "pg/guard.hpp"
 #include "pg/row_digest_receiver.hpp"
 
+extern "C" {
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+}
+
 namespace pg_idempotent::pg {
 
 void require_arg(FunctionCallInfo fcinfo, int n, const char* name)
@@ -143,6 +148,27 @@ Datum text_result(const std::string& s)
     return pg_call([&] {
         return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
     });
+}
+
+Datum jsonb_result(const std::string& json_text)
+{
+    return pg_call([&] { return DirectFunctionCall1(jsonb_in, CStringGetDatum(json_text.c_str())); });
+}
+
+std::optional<std::string> arg_interval_text(FunctionCallInfo fcinfo, int n)
+{
+    if (PG_ARGISNULL(n))
+        return std::nullopt;
+    const char* s = pg_call([&] { return DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(n))); });
+    return std::string(s);
+}
+
+std::optional<std::string> arg_jsonb_text(FunctionCallInfo fcinfo, int n)
+{
+    if (PG_ARGISNULL(n))
+        return std::nullopt;
+    const char* s = pg_call([&] { return DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(n))); });
+    return std::string(s);
 }
 
 Datum uuid_result(const core::Digest128& d)

@@ -28,6 +28,12 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
 core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n);
 
 Datum text_result(const std::string& s);
+Datum jsonb_result(const std::string& json_text);
+// An interval argument as text that interval input reads back exactly
+// (its output function; every IntervalStyle is accepted on input).
+std::optional<std::string> arg_interval_text(FunctionCallInfo fcinfo, int n);
+// A jsonb argument as its text form (lossless for jsonb).
+std::optional<std::string> arg_jsonb_text(FunctionCallInfo fcinfo, int n);
 Datum uuid_result(const core::Digest128& d);
 
 }  // namespace pg_idempotent::pg

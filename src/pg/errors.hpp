@@ -23,8 +23,11 @@ private:
     ErrorData* data_;  // palloc'd in the entry's memory context
 };
 
+// The five-character SQLSTATE of a captured PostgreSQL error.
+std::string error_sqlstate(const PgError& error);
+
 // The SQLSTATEs the extension raises, as their five characters. The list with
-// their meaning is in README.md ("Errors").
+// their meaning is in docs/errors.md.
 namespace sqlstate {
 inline constexpr const char* kInvalidParameterValue = "22023";
 inline constexpr const char* kNullValueNotAllowed = "22004";
@@ -34,6 +37,12 @@ inline constexpr const char* kDatatypeMismatch = "42804";
 inline constexpr const char* kSyntaxError = "42601";
 inline constexpr const char* kDuplicateColumn = "42701";
 inline constexpr const char* kInternalError = "XX000";
+inline constexpr const char* kObjectNotInPrerequisiteState = "55000";
+inline constexpr const char* kLockNotAvailable = "55P03";
+inline constexpr const char* kInsufficientPrivilege = "42501";
+// The extension's own class "ID" (implementation-defined classes start with
+// I-Z): an idempotency key reused for a different request.
+inline constexpr const char* kFingerprintMismatch = "ID001";
 }  // namespace sqlstate
 
 class UserError : public std::exception {

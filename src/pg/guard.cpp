@@ -30,6 +30,11 @@ void copy_text(char* dst, std::size_t size, const char* src) noexcept
 
 }  // namespace
 
+std::string error_sqlstate(const PgError& error)
+{
+    return std::string(unpack_sql_state(error.data()->sqlerrcode));
+}
+
 MemoryContext error_copy_context() noexcept
 {
     return g_entry_context != nullptr ? g_entry_context : CurrentMemoryContext;

@@ -1,6 +1,7 @@
 #include "pg/spi.hpp"
 
 #include <memory>
+#include <unordered_map>
 
 #include "core/row_image.hpp"
 #include "pg/guard.hpp"
@@ -180,6 +181,63 @@ QueryResult SpiSession::query(const std::string& sql, const Params& params)
     return result;
 }
 
+namespace {
+QueryResult copy_result()
+{
+    QueryResult result;
+    result.processed = SPI_processed;
+    SPITupleTable* table = SPI_tuptable;
+    if (table == nullptr)
+        return result;
+    const int natts = table->tupdesc->natts;
+    for (uint64 r = 0; r < SPI_processed; ++r) {
+        Row row;
+        for (int c = 1; c <= natts; ++c) {
+            char* value = pg_call([&] { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
+            if (value == nullptr)
+                row.emplace_back(std::nullopt);
+            else
+                row.emplace_back(std::string(value));
+        }
+        result.rows.push_back(std::move(row));
+    }
+    pg_call([&] { SPI_freetuptable(table); });
+    return result;
+}
+
+// Kept plans, by SQL text, for the life of the backend (SPI_keepplan moves
+// them under CacheMemoryContext; the plan cache replans after DDL).
+std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
+{
+    static std::unordered_map<std::string, SPIPlanPtr> plans;
+    return plans;
+}
+}  // namespace
+
+QueryResult SpiSession::query_saved(const std::string& sql, const Params& params)
+{
+    SpiArgs args = convert_params(params);
+    auto& plans = saved_plans();
+    auto it = plans.find(sql);
+    SPIPlanPtr plan = nullptr;
+    if (it != plans.end()) {
+        plan = it->second;
+    } else {
+        plan = pg_call([&] {
+            SPIPlanPtr p = SPI_prepare(sql.c_str(), args.count, args.types);
+            if (p == nullptr)
+                elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+            if (SPI_keepplan(p) != 0)
+                elog(ERROR, "SPI_keepplan failed");
+            return p;
+        });
+        plans.emplace(sql, plan);
+    }
+    const int rc = pg_call([&] { return SPI_execute_plan(plan, args.values, args.nulls, false, 0); });
+    check_spi(rc, "SPI_execute_plan");
+    return copy_result();
+}
+
 std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
 {
     SpiArgs args = convert_params(params);
@@ -268,6 +326,23 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
             tuplestore_putvalues(rsinfo->setResult, out, values, nulls);
         }
     });
+}
+
+std::string rows_as_json_array(SpiSession& spi, const std::string& query)
+{
+    SPIPlanPtr plan = pg_call([&] { return SPI_prepare(query.c_str(), 0, nullptr); });
+    if (plan == nullptr)
+        check_spi(SPI_result, "SPI_prepare");
+    if (!pg_call([&] { return SPI_is_cursor_plan(plan); })) {
+        // No rows to return (a plain INSERT, a DO block...): run it.
+        const int rc = pg_call([&] { return SPI_execute_plan(plan, nullptr, nullptr, false, 0); });
+        check_spi(rc, "SPI_execute_plan");
+        return "[]";
+    }
+    auto r = spi.query("WITH q AS (" + query +
+                       "\n) SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(q)), '[]'::pg_catalog.jsonb)"
+                       "::pg_catalog.text FROM q");
+    return r.rows.at(0).at(0).value_or("[]");
 }
 
 }  // namespace pg_idempotent::pg

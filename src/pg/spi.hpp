@@ -60,6 +60,11 @@ public:
     // Runs SQL the extension wrote itself (or any statement list) and returns
     // rows as text. For small results: catalog look-ups, counts.
     QueryResult query(const std::string& sql, const Params& params = {});
+    // The same, with the plan kept for the life of the backend (hot paths:
+    // the SQL text is the cache key, so it must be one of the extension's
+    // own fixed statements, never text built from caller input).
+    QueryResult query_saved(const std::string& sql, const Params& params = {});
+
     // Runs a statement; returns the rows it processed.
     std::uint64_t execute(const std::string& sql, const Params& params = {});
 
@@ -78,5 +83,9 @@ public:
 private:
     bool connected_ = false;
 };
+
+// Runs caller SQL (as the caller) and returns its rows as a jsonb array of
+// objects in text form ("[]" for none, or for a statement without rows).
+std::string rows_as_json_array(SpiSession& spi, const std::string& query);
 
 }  // namespace pg_idempotent::pg

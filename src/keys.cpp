@@ -1,0 +1,392 @@
+#include "keys.hpp"
+
+#include "pg/errors.hpp"
+#include "pg/identity.hpp"
+#include "pg/spi.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::Param;
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+// Every statement below is fixed text run as the extension owner; values
+// travel as $1 (scope) and $2 (key), then the statement's own.
+const char* const kWhereKey =
+    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid";
+
+const char* const kInsertClaim =
+    "INSERT INTO idem.keys AS k (scope, key_hash, key, fingerprint, state, lease, claimed_at,"
+    " lease_until, claimed_by)"
+    " VALUES ($1, pg_catalog.md5($2)::pg_catalog.uuid, $2, $3,"
+    "  CASE WHEN $4::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
+    "  $4::pg_catalog.interval, pg_catalog.now(),"
+    "  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4::pg_catalog.interval,"
+    "  pg_catalog.pg_current_xact_id())"
+    " ON CONFLICT (scope, key_hash) DO NOTHING RETURNING true";
+
+std::string lookup_sql()
+{
+    return std::string(
+               "SELECT k.state, k.fingerprint,"
+               " (k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())::pg_catalog.text,"
+               " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
+               " k.lease_until::pg_catalog.text FROM idem.keys k") +
+           kWhereKey;
+}
+
+std::string takeover_sql()
+{
+    return std::string(
+               "UPDATE idem.keys k SET"
+               " state = CASE WHEN $3::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
+               " lease = $3::pg_catalog.interval, claimed_at = pg_catalog.now(),"
+               " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3::pg_catalog.interval,"
+               " claimed_by = pg_catalog.pg_current_xact_id(), fingerprint = COALESCE($4, k.fingerprint)") +
+           kWhereKey +
+           " AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+           " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING true";
+}
+
+// A key as messages show it: long keys are cut, the message stays readable.
+std::string shown(const std::string& key)
+{
+    return key.size() <= 80 ? key : key.substr(0, 77) + "...";
+}
+
+void require_text(const std::string& value, const char* what)
+{
+    if (value.empty())
+        throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty");
+}
+
+// May the calling role use this scope? Superusers may; others need a row in
+// idem.usage_grants for the scope or for all scopes, for themselves or a role
+// whose privileges they have (GRANT idem_user TO etl works through this).
+// Cached for the rest of the transaction.
+void check_scope_usage(pg::SpiSession& spi, const std::string& scope)
+{
+    static std::uint32_t cached_xact = 0;
+    static std::uint32_t cached_user = 0;
+    static std::string cached_scope;
+    const std::uint32_t xact = pg::local_transaction_id();
+    const std::uint32_t user = pg::current_user_id();
+    if (xact == cached_xact && user == cached_user && scope == cached_scope)
+        return;
+    if (!pg::current_user_is_superuser()) {
+        bool allowed = false;
+        pg::as_extension_owner([&] {
+            auto r = spi.query_saved(
+                "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+                " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $1)"
+                " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text",
+                {Param::of_text(scope), Param::of_oid(user)});
+            allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
+        });
+        if (!allowed) {
+            const std::string who = pg::current_user_name();
+            throw UserError(sqlstate::kInsufficientPrivilege,
+                            "role \"" + who + "\" may not use idempotency keys in scope \"" + scope + "\"",
+                            "Keys and their stored results are readable only by roles allowed to use the scope.",
+                            "A superuser can allow it with SELECT idem.grant_usage('" + who + "') (every scope) or "
+                            "idem.grant_usage('" + who + "', '" + scope + "').");
+        }
+    }
+    cached_xact = xact;
+    cached_user = user;
+    cached_scope = scope;
+}
+
+struct KeyRow {
+    std::string state;
+    std::optional<std::string> fingerprint;
+    bool mine = false;
+    bool lease_live = false;
+    std::optional<std::string> lease_until;
+};
+
+std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key)
+{
+    auto r = spi.query_saved(lookup_sql(), {Param::of_text(scope), Param::of_text(key)});
+    if (r.rows.empty())
+        return std::nullopt;
+    const auto& row = r.rows[0];
+    KeyRow k;
+    k.state = row[0].value_or("");
+    k.fingerprint = row[1];
+    k.mine = row[2] == std::optional<std::string>("true");
+    k.lease_live = row[3] == std::optional<std::string>("true");
+    k.lease_until = row[4];
+    return k;
+}
+
+void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
+{
+    if (request.fingerprint && row.fingerprint != request.fingerprint) {
+        throw UserError(sqlstate::kFingerprintMismatch,
+                        "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
+                            "\" was used for a different request",
+                        "It was claimed with fingerprint " + (row.fingerprint ? "\"" + *row.fingerprint + "\"" : std::string("NULL")) +
+                            ", this call has \"" + *request.fingerprint + "\".",
+                        "A retry must send the same request; a new request needs a new key.");
+    }
+}
+
+bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
+{
+    const Param scope = Param::of_text(request.scope);
+    const Param key = Param::of_text(request.key);
+    // Two rounds at most: a key forgotten between our insert and our look-up
+    // is simply inserted again.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto inserted = spi.query_saved(
+            kInsertClaim, {scope, key, Param::of_text(request.fingerprint), Param::of_text(request.lease)});
+        if (!inserted.rows.empty())
+            return true;
+        // The row exists and its inserter has ended (ON CONFLICT waited).
+        auto row = lookup(spi, request.scope, request.key);
+        if (!row)
+            continue;
+        check_fingerprint(*row, request);
+        if (row->mine)
+            return true;  // this transaction claimed it already
+        if (row->state == "done")
+            return false;
+        if (row->lease_live) {
+            throw UserError(sqlstate::kLockNotAvailable,
+                            "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
+                                "\" is leased by another worker until " + row->lease_until.value_or("?"),
+                            {}, "Retry after the lease expires, or let that worker finish.");
+        }
+        auto took = spi.query_saved(takeover_sql(),
+                                    {scope, key, Param::of_text(request.lease), Param::of_text(request.fingerprint)});
+        if (!took.rows.empty())
+            return true;
+        // Someone else took it over first: look again (its lease is live now).
+    }
+    auto row = lookup(spi, request.scope, request.key);
+    if (row && row->lease_live)
+        throw UserError(sqlstate::kLockNotAvailable,
+                        "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
+                            "\" was just taken over by another worker");
+    return false;
+}
+
+}  // namespace
+
+bool claim(const ClaimRequest& request)
+{
+    require_text(request.key, "key");
+    require_text(request.scope, "scope");
+    pg::SpiSession spi;
+    if (request.lease) {
+        auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
+                           {Param::of_text(request.lease)});
+        if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
+            throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
+    }
+    check_scope_usage(spi, request.scope);
+    bool owned = false;
+    pg::as_extension_owner([&] {
+        if (request.wait) {
+            owned = claim_as_owner(spi, request);
+        } else {
+            // wait => false: a concurrent, open claim of the key fails at once
+            // (55P03) instead of waiting for that transaction to end.
+            try {
+                pg::with_lock_timeout("1ms", [&] { owned = claim_as_owner(spi, request); });
+            } catch (pg::PgError& e) {
+                if (pg::error_sqlstate(e) != sqlstate::kLockNotAvailable)
+                    throw;
+                throw UserError(sqlstate::kLockNotAvailable,
+                                "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
+                                    "\" is being claimed by another transaction",
+                                {}, "Retry later, or call idem.claim with wait => true to wait for it.");
+            }
+        }
+    });
+    spi.finish();
+    return owned;
+}
+
+void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>& keys, const std::string& scope)
+{
+    require_text(scope, "scope");
+    for (const auto& k : keys)
+        require_text(k, "every key");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope);
+    // One statement for the whole batch: new keys are inserted in hash order
+    // (ON CONFLICT waits on a concurrent claimer's transaction, one at a
+    // time: no lock slot per key), expired leases are taken over, keys this
+    // transaction already owns are included.
+    const std::string sql =
+        "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
+        "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
+        " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
+        "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i ORDER BY i.h"
+        "  ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
+        " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
+        "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()"
+        "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
+        "  AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+        "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
+        " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
+        "  AND k.key_hash OPERATOR(pg_catalog.=) i.h"
+        "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
+        " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
+    pg::as_extension_owner([&] {
+        spi.return_rows(fcinfo, sql, {Param::of_text(scope), Param::of_text_array(keys)}, true);
+    });
+    spi.finish();
+}
+
+void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope);
+    pg::as_extension_owner([&] {
+        auto done = spi.query_saved(
+            std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
+                        " completed_at = pg_catalog.now(), lease_until = NULL") +
+                kWhereKey +
+                " AND (k.state OPERATOR(pg_catalog.=) 'in_progress'"
+                "      OR k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()) RETURNING true",
+            {Param::of_text(scope), Param::of_text(key), Param::of_text(result_json)});
+        if (!done.rows.empty())
+            return;
+        auto row = lookup(spi, scope, key);
+        if (!row)
+            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" was never claimed",
+                            {}, "Call idem.claim first, in this transaction or with a lease.");
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is already complete",
+                        "An earlier transaction completed it; its result stays as it was.");
+    });
+    spi.finish();
+}
+
+void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope);
+    pg::as_extension_owner([&] {
+        auto saved = spi.query_saved(
+            std::string("UPDATE idem.keys k SET recovery_point = $3,"
+                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
+                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress' RETURNING true",
+            {Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)});
+        if (saved.rows.empty())
+            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is not in progress",
+                            "save_point records progress of a key claimed with a lease.");
+    });
+    spi.finish();
+}
+
+std::optional<std::string> result(const std::string& key, const std::string& scope)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope);
+    std::optional<std::string> out;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey,
+                                 {Param::of_text(scope), Param::of_text(key)});
+        if (!r.rows.empty())
+            out = r.rows[0][0];
+    });
+    spi.finish();
+    return out;
+}
+
+std::optional<std::string> once(const std::string& key, const std::string& query, const std::string& scope,
+                                const std::optional<std::string>& fingerprint)
+{
+    ClaimRequest request;
+    request.key = key;
+    request.scope = scope;
+    request.fingerprint = fingerprint;
+    if (!claim(request))
+        return result(key, scope);
+    // The caller's query runs as the caller, under the caller's search_path.
+    pg::SpiSession spi;
+    const std::string json = pg::rows_as_json_array(spi, query);
+    spi.finish();
+    complete(key, json, scope);
+    return json;
+}
+
+void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const std::string& scope)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope);
+    pg::as_extension_owner([&] {
+        spi.return_rows(fcinfo,
+                        std::string("SELECT CASE WHEN k.state OPERATOR(pg_catalog.=) 'in_progress'"
+                                    " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+                                    " THEN 'expired' ELSE k.state END, k.fingerprint, k.result, k.recovery_point,"
+                                    " k.claimed_at, k.completed_at, k.lease_until FROM idem.keys k") +
+                            kWhereKey,
+                        {Param::of_text(scope), Param::of_text(key)}, true);
+    });
+    spi.finish();
+}
+
+bool forget(const std::string& key, const std::string& scope)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope);
+    bool forgotten = false;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + kWhereKey + " RETURNING true",
+                                 {Param::of_text(scope), Param::of_text(key)});
+        forgotten = !r.rows.empty();
+    });
+    spi.finish();
+    return forgotten;
+}
+
+std::int64_t purge_keys(const std::string& older_than, const std::optional<std::string>& scope)
+{
+    pg::SpiSession spi;
+    if (scope) {
+        require_text(*scope, "scope");
+        check_scope_usage(spi, *scope);
+    } else if (!pg::current_user_is_superuser()) {
+        throw UserError(sqlstate::kInsufficientPrivilege, "only a superuser may purge keys of every scope",
+                        {}, "Pass the scope to purge.");
+    }
+    std::int64_t n = 0;
+    pg::as_extension_owner([&] {
+        // Keys under a live lease stay; the index on COALESCE(completed_at,
+        // claimed_at) keeps this a range scan on millions of keys.
+        auto r = spi.query_saved(
+            "WITH gone AS (DELETE FROM idem.keys k"
+            " WHERE COALESCE(k.completed_at, k.claimed_at) OPERATOR(pg_catalog.<)"
+            "  (pg_catalog.now() OPERATOR(pg_catalog.-) $1::pg_catalog.interval)"
+            " AND ($2::pg_catalog.text IS NULL OR k.scope OPERATOR(pg_catalog.=) $2)"
+            " AND NOT (k.state OPERATOR(pg_catalog.=) 'in_progress'"
+            "  AND k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
+            " RETURNING 1) SELECT pg_catalog.count(*)::pg_catalog.text FROM gone",
+            {Param::of_text(older_than), Param::of_text(scope)});
+        n = std::stoll(r.rows.at(0).at(0).value_or("0"));
+    });
+    spi.finish();
+    return n;
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,33 @@
+// Idempotency keys (api.md section 3, first block): "I already did this" is a
+// row in idem.keys, claimed in the caller's transaction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct FunctionCallInfoBaseData;
+
+namespace pg_idempotent {
+
+struct ClaimRequest {
+    std::string key;
+    std::string scope;
+    std::optional<std::string> fingerprint;
+    bool wait = true;
+    std::optional<std::string> lease;  // interval, as text
+};
+
+bool claim(const ClaimRequest& request);
+void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>& keys, const std::string& scope);
+void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope);
+void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope);
+std::optional<std::string> result(const std::string& key, const std::string& scope);
+std::optional<std::string> once(const std::string& key, const std::string& query, const std::string& scope,
+                                const std::optional<std::string>& fingerprint);
+void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const std::string& scope);
+bool forget(const std::string& key, const std::string& scope);
+std::int64_t purge_keys(const std::string& older_than, const std::optional<std::string>& scope);
+
+}  // namespace pg_idempotent

@@ -1,0 +1,66 @@
+#include "pg/identity.hpp"
+
+#include "pg/guard.hpp"
+
+extern "C" {
+#include "catalog/pg_namespace.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+}
+
+namespace pg_idempotent::pg {
+
+std::uint32_t current_user_id() { return GetUserId(); }
+
+std::string current_user_name()
+{
+    const char* name = pg_call([] { return GetUserNameFromId(GetUserId(), false); });
+    return std::string(name);
+}
+
+bool current_user_is_superuser()
+{
+    return pg_call([] { return superuser(); });
+}
+
+namespace {
+Oid extension_owner()
+{
+    return pg_call([] {
+        HeapTuple tup = SearchSysCache1(NAMESPACENAME, CStringGetDatum("idem"));
+        if (!HeapTupleIsValid(tup))
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_SCHEMA), errmsg("schema \"idem\" does not exist")));
+        Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tup))->nspowner;
+        ReleaseSysCache(tup);
+        return owner;
+    });
+}
+}  // namespace
+
+void as_extension_owner(const std::function<void()>& fn)
+{
+    const Oid owner = extension_owner();
+    Oid saved_user = InvalidOid;
+    int saved_context = 0;
+    GetUserIdAndSecContext(&saved_user, &saved_context);
+    SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
+    fn();
+    SetUserIdAndSecContext(saved_user, saved_context);
+}
+
+void with_lock_timeout(const std::string& value, const std::function<void()>& fn)
+{
+    const int level = pg_call([&] {
+        const int nest = NewGUCNestLevel();
+        (void)set_config_option("lock_timeout", value.c_str(), PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
+        return nest;
+    });
+    fn();
+    pg_call([&] { AtEOXact_GUC(true, level); });
+}
+
+std::uint32_t local_transaction_id() { return MyProc != nullptr ? MyProc->lxid : 0; }
+
+}  // namespace pg_idempotent::pg

@@ -1,0 +1,33 @@
+// Who is calling, and running idem's own state work as the extension owner.
+//
+// idem's state tables are closed to PUBLIC. The functions that touch them are
+// SQL-level SECURITY INVOKER C functions that first check the caller (who may
+// use which scope: idem.usage_grants) and then switch to the owner of schema
+// idem for their own fixed, schema-qualified SQL: what SECURITY DEFINER does,
+// but with the caller still known for the check. No caller SQL ever runs while
+// switched.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace pg_idempotent::pg {
+
+std::uint32_t current_user_id();
+std::string current_user_name();
+bool current_user_is_superuser();
+
+// Runs fn as the owner of schema idem (SECURITY_LOCAL_USERID_CHANGE), then
+// switches back. If fn throws, the switch is undone by the (sub)transaction
+// abort that the resulting ERROR causes, as for SECURITY DEFINER functions.
+void as_extension_owner(const std::function<void()>& fn);
+
+// Runs fn with lock_timeout set to the given value (a GUC nest level, undone
+// afterwards, or by the abort on error, like a function's SET clause).
+void with_lock_timeout(const std::string& value, const std::function<void()>& fn);
+
+// An id of the current top-level transaction, for per-transaction caches.
+std::uint32_t local_transaction_id();
+
+}  // namespace pg_idempotent::pg
