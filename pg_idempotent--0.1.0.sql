@@ -229,6 +229,7 @@ CREATE FUNCTION idem.grant_usage(role regrole, scope text DEFAULT NULL) RETURNS 
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp
 AS $$
+#variable_conflict use_column
 BEGIN
   IF role IS NULL THEN
     RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
@@ -236,7 +237,7 @@ BEGIN
   IF scope = '' THEN
     RAISE EXCEPTION 'scope must not be empty' USING ERRCODE = '22023', HINT = 'Pass NULL for every scope.';
   END IF;
-  INSERT INTO idem.usage_grants (role, scope) VALUES (role, scope)
+  INSERT INTO idem.usage_grants (role, scope) VALUES (grant_usage.role, grant_usage.scope)
     ON CONFLICT (role, (COALESCE(scope, ''))) DO NOTHING;
   EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
     'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '

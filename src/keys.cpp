@@ -158,8 +158,9 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
         if (row->lease_live) {
             throw UserError(sqlstate::kLockNotAvailable,
                             "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
-                                "\" is leased by another worker until " + row->lease_until.value_or("?"),
-                            {}, "Retry after the lease expires, or let that worker finish.");
+                                "\" is leased by another worker",
+                            "idem.key_status shows until when.",
+                            "Retry after the lease expires, or let that worker finish.");
         }
         auto took = spi.query_saved(takeover_sql(),
                                     {scope, key, Param::of_text(request.lease), Param::of_text(request.fingerprint)});

@@ -1,0 +1,166 @@
+-- Idempotency keys (api.md section 3): claim, complete, once and friends.
+-- The webhook that fires twice, in one session; the concurrent version is
+-- test/specs/keys_webhook.spec.
+CREATE TABLE fulfilments (event_id text PRIMARY KEY, order_id int, fulfilled_at timestamptz DEFAULT now());
+
+-- The pattern: the side effect and the claim in one statement.
+INSERT INTO fulfilments (event_id, order_id) SELECT 'evt_1', 42 WHERE idem.claim('evt_1', 'webhooks');
+INSERT INTO fulfilments (event_id, order_id) SELECT 'evt_1', 42 WHERE idem.claim('evt_1', 'webhooks');
+SELECT count(*) AS fulfilled_once FROM fulfilments;
+
+-- A claim rolled back leaves nothing: the next delivery owns the key.
+BEGIN;
+SELECT idem.claim('evt_2', 'webhooks') AS first_try;
+ROLLBACK;
+SELECT idem.claim('evt_2', 'webhooks') AS after_rollback;
+SELECT idem.claim('evt_2', 'webhooks') AS replay;
+-- The same transaction asking twice still owns the key.
+BEGIN;
+SELECT idem.claim('evt_3', 'webhooks') AS first, idem.claim('evt_3', 'webhooks') AS again;
+COMMIT;
+-- Scopes are separate namespaces.
+SELECT idem.claim('evt_3', 'other_scope') AS other_scope;
+
+-- Fingerprints: a key reused for a different request is an error of its own
+-- (ID001), never a silent second run; the same request is a plain replay.
+SELECT idem.claim('pay_1', 'payments', fingerprint => 'sha256:aaa');
+SELECT idem.claim('pay_1', 'payments', fingerprint => 'sha256:aaa') AS same_request;
+SELECT show_error($$SELECT idem.claim('pay_1', 'payments', fingerprint => 'sha256:bbb')$$);
+
+-- once: run the query once per key and keep its rows; a repeat returns
+-- them without running anything.
+CREATE TABLE charges (id serial PRIMARY KEY, amount numeric);
+SELECT idem.once('charge_1', $$INSERT INTO charges (amount) VALUES (9.99) RETURNING id, amount$$, 'payments');
+SELECT idem.once('charge_1', $$INSERT INTO charges (amount) VALUES (9.99) RETURNING id, amount$$, 'payments');
+SELECT count(*) AS charged_once FROM charges;
+SELECT idem.once('noop', 'SELECT 1 WHERE false', 'payments') AS empty_array;
+SELECT idem.once('plain', 'UPDATE charges SET amount = amount', 'payments') AS statement_without_rows;
+SELECT idem.result('charge_1', 'payments') AS stored_result;
+SELECT idem.result('never', 'payments') IS NULL AS unknown_key_has_no_result;
+-- once with a fingerprint guards the request too.
+SELECT show_error($$SELECT idem.once('charge_1', 'SELECT 1', 'payments', fingerprint => 'other')$$);
+-- A failing query claims nothing.
+SELECT show_error($$SELECT idem.once('charge_2', 'SELECT 1/0', 'payments')$$);
+SELECT count(*) AS no_key_left FROM idem.key_status('charge_2', 'payments');
+
+-- Leases: work that spans transactions.
+SELECT idem.claim('export_1', 'exports', lease => '1 hour') AS leased;
+SELECT state, lease_until > now() AS lease_live FROM idem.key_status('export_1', 'exports');
+-- Another worker's claim fails at once with 55P03 while the lease lives,
+-- whatever wait says.
+SELECT show_error($$SELECT idem.claim('export_1', 'exports', lease => '1 hour')$$);
+SELECT show_error($$SELECT idem.claim('export_1', 'exports', wait => false)$$);
+SELECT idem.save_point('export_1', 'rows 1-1000 sent', 'exports');
+SELECT state, recovery_point FROM idem.key_status('export_1', 'exports');
+-- After the lease expires (clock_timestamp), a claim takes the key over and
+-- sees the last recovery point.
+SELECT idem.claim('export_2', 'exports', lease => '10 milliseconds');
+SELECT idem.save_point('export_2', 'page 7', 'exports');
+SELECT pg_sleep(0.1);
+SELECT state FROM idem.key_status('export_2', 'exports');
+SELECT idem.claim('export_2', 'exports', lease => '1 hour') AS taken_over;
+SELECT state, recovery_point FROM idem.key_status('export_2', 'exports');
+SELECT idem.complete('export_2', '{"rows": 2000}', 'exports');
+SELECT state, result, lease_until IS NULL AS lease_cleared FROM idem.key_status('export_2', 'exports');
+SELECT idem.claim('export_2', 'exports') AS after_done;
+-- complete and save_point need a claim; a done key keeps its result.
+SELECT show_error($$SELECT idem.complete('never_claimed', NULL, 'exports')$$);
+SELECT show_error($$SELECT idem.complete('export_2', '{"rows": 1}', 'exports')$$);
+SELECT show_error($$SELECT idem.save_point('export_2', 'x', 'exports')$$);
+SELECT result FROM idem.key_status('export_2', 'exports');
+
+-- claim_many: the keys this transaction now owns, in one statement.
+SELECT idem.claim('batch_3', 'batch');
+SELECT idem.claim('batch_4', 'batch', lease => '1 hour');
+SELECT k FROM idem.claim_many(ARRAY['batch_1', 'batch_2', 'batch_3', 'batch_4', 'batch_2'], 'batch') AS k ORDER BY 1;
+SELECT k FROM idem.claim_many(ARRAY['batch_1', 'batch_2'], 'batch') AS k;
+SELECT count(*) AS ten_thousand FROM idem.claim_many(ARRAY(SELECT 'bulk_' || g FROM generate_series(1, 10000) g), 'batch');
+SELECT count(*) AS none_again FROM idem.claim_many(ARRAY(SELECT 'bulk_' || g FROM generate_series(1, 10000) g), 'batch');
+SELECT count(*) AS nothing FROM idem.claim_many('{}', 'batch');
+
+-- Keys beyond the btree size limit work (rows are found by md5 of the key).
+SELECT idem.claim(repeat('k', 100000), 'long') AS long_key, idem.claim(repeat('k', 100000), 'long') AS long_key_again;
+SELECT idem.claim(repeat('k', 99999) || 'j', 'long') AS different_long_key;
+SELECT show_error(format($$SELECT idem.claim(%L, 'long', fingerprint => 'x')$$, repeat('k', 100000)));
+
+-- NULL and empty arguments.
+SELECT show_error($$SELECT idem.claim(NULL)$$);
+SELECT show_error($$SELECT idem.claim('')$$);
+SELECT show_error($$SELECT idem.claim('x', NULL)$$);
+SELECT show_error($$SELECT idem.claim('x', '')$$);
+SELECT show_error($$SELECT idem.claim('x', wait => NULL)$$);
+SELECT show_error($$SELECT idem.claim('x', lease => '-1 hour')$$);
+SELECT show_error($$SELECT idem.claim_many(ARRAY['a', NULL])$$);
+SELECT show_error($$SELECT idem.claim_many(ARRAY['a', ''])$$);
+SELECT show_error($$SELECT idem.once('x', NULL)$$);
+SELECT show_error($$SELECT idem.save_point('x', NULL)$$);
+SELECT show_error($$SELECT idem.purge_keys(NULL)$$);
+
+-- forget and purge_keys.
+SELECT idem.forget('evt_1', 'webhooks') AS forgotten, idem.forget('evt_1', 'webhooks') AS already_gone;
+SELECT idem.claim('evt_1', 'webhooks') AS claimable_again;
+UPDATE idem.keys SET claimed_at = claimed_at - interval '40 days', completed_at = completed_at - interval '40 days'
+ WHERE scope = 'webhooks';
+SELECT idem.purge_keys('30 days', 'webhooks') AS purged;
+SELECT idem.purge_keys('30 days', 'webhooks') AS purged_again;
+SELECT count(*) AS export_lease_survives FROM idem.key_status('export_1', 'exports');
+-- purge_keys uses the age index.
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) DELETE FROM idem.keys k WHERE COALESCE(k.completed_at, k.claimed_at) < now() - interval '30 days';
+RESET enable_seqscan;
+
+-- Privileges: the state table is closed; a role needs the one grant, per
+-- scope or for every scope, given directly or through a group role.
+CREATE ROLE k_etl;
+CREATE ROLE k_other;
+CREATE ROLE idem_user;
+GRANT SELECT, INSERT ON fulfilments TO k_etl, k_other;
+SET ROLE k_etl;
+SELECT show_error($$SELECT idem.claim('evt_9', 'webhooks')$$);
+SELECT show_error($$SELECT * FROM idem.keys$$);
+SELECT show_error($$INSERT INTO idem.keys (scope, key_hash, key, state, claimed_at, claimed_by) VALUES ('webhooks', md5('evt_9')::uuid, 'evt_9', 'done', now(), pg_current_xact_id())$$);
+RESET ROLE;
+-- Way one: grant the role itself, for one scope.
+SELECT idem.grant_usage('k_etl', 'webhooks');
+SET ROLE k_etl;
+INSERT INTO fulfilments (event_id, order_id) SELECT 'evt_9', 9 WHERE idem.claim('evt_9', 'webhooks');
+SELECT idem.claim('evt_9', 'webhooks') AS replay_as_etl;
+SELECT show_error($$SELECT idem.result('charge_1', 'payments')$$);
+RESET ROLE;
+-- Way two: the docs' one-time role setup, then GRANT idem_user TO a role.
+SELECT idem.grant_usage('idem_user');
+GRANT idem_user TO k_other;
+SET ROLE k_other;
+SELECT idem.result('charge_1', 'payments') IS NOT NULL AS group_grant_works;
+RESET ROLE;
+REVOKE idem_user FROM k_other;
+SET ROLE k_other;
+SELECT show_error($$SELECT idem.result('charge_1', 'payments')$$);
+RESET ROLE;
+SELECT idem.revoke_usage('k_etl', 'webhooks');
+SET ROLE k_etl;
+SELECT show_error($$SELECT idem.claim('evt_10', 'webhooks')$$);
+RESET ROLE;
+SELECT show_error($$SELECT idem.grant_usage(NULL)$$);
+SET ROLE k_etl;
+SELECT show_error($$SELECT idem.grant_usage('k_etl')$$);
+SELECT show_error($$SELECT idem.purge_keys('1 day')$$);
+RESET ROLE;
+SELECT idem.revoke_usage('idem_user');
+REVOKE ALL ON fulfilments FROM k_etl, k_other;
+DROP ROLE k_etl;
+DROP ROLE k_other;
+DROP ROLE idem_user;
+
+-- Two-phase commit: a claim prepared and then committed holds; the state
+-- table is a plain table, nothing temporary.
+BEGIN;
+SELECT idem.claim('evt_2pc', 'webhooks') AS claimed_in_2pc;
+PREPARE TRANSACTION 'idem_2pc';
+COMMIT PREPARED 'idem_2pc';
+SELECT idem.claim('evt_2pc', 'webhooks') AS after_commit_prepared;
+BEGIN;
+SELECT idem.claim('evt_2pc_rb', 'webhooks') AS claimed_in_2pc;
+PREPARE TRANSACTION 'idem_2pc_rb';
+ROLLBACK PREPARED 'idem_2pc_rb';
+SELECT idem.claim('evt_2pc_rb', 'webhooks') AS after_rollback_prepared;
