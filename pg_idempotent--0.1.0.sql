@@ -352,3 +352,108 @@ CREATE FUNCTION idem.purge_keys(older_than interval, scope text DEFAULT NULL)
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.purge_keys(interval, text) IS
   'Deletes keys older than the given age (of one scope, or of every scope for a superuser), except live leases';
+
+-- ---------------------------------------------------------------------------
+-- Family 3, second block: checkpoints that travel with the data.
+-- Watermarks are typed: the type is fixed by a job's first value, values are
+-- compared with the type's own ordering, and stored as canonical text (ISO
+-- dates, UTC timestamps) that reads the same in every session.
+CREATE TABLE idem.checkpoints (
+  job text PRIMARY KEY,
+  value_type regtype,
+  watermark text,
+  updated_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+REVOKE ALL ON idem.checkpoints FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.checkpoints', '');
+COMMENT ON TABLE idem.checkpoints IS
+  'One row per job: its watermark (canonical text) and the type it is compared as';
+
+CREATE TABLE idem.checkpoint_log (
+  id bigserial PRIMARY KEY,
+  job text NOT NULL,
+  action text NOT NULL,
+  old_value text,
+  new_value text,
+  at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+  by_role name NOT NULL
+);
+REVOKE ALL ON idem.checkpoint_log FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.checkpoint_log', '');
+SELECT pg_catalog.pg_extension_config_dump('idem.checkpoint_log_id_seq', '');
+COMMENT ON TABLE idem.checkpoint_log IS
+  'The record every idem.rewind leaves: who moved which watermark back, from what to what';
+
+CREATE TABLE idem.windows (
+  job text NOT NULL,
+  lo text NOT NULL,
+  hi text NOT NULL,
+  done_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+  PRIMARY KEY (job, lo, hi)
+);
+REVOKE ALL ON idem.windows FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.windows', '');
+COMMENT ON TABLE idem.windows IS
+  'The window ledger: which [lo, hi) windows of a windowed job are done';
+
+CREATE FUNCTION idem.watermark(job text) RETURNS text
+  AS 'MODULE_PATHNAME', 'idem_watermark'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.watermark(text) IS
+  'The job''s watermark in canonical text (ISO dates, UTC timestamps), or NULL';
+
+CREATE FUNCTION idem.watermark(job text, as_type anyelement) RETURNS anyelement
+  AS 'MODULE_PATHNAME', 'idem_watermark_typed'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.watermark(text, anyelement) IS
+  'The job''s watermark as a value of its type: watermark(''job'', NULL::timestamptz); another type is 42804';
+
+CREATE FUNCTION idem.lock_job(job text, nowait boolean DEFAULT false) RETURNS text
+  AS 'MODULE_PATHNAME', 'idem_lock_job'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.lock_job(text, boolean) IS
+  'Holds the job for the rest of the transaction (concurrent runners queue, or 55P03 with nowait) and returns its watermark';
+
+CREATE FUNCTION idem.advance(job text, watermark anyelement, expected text DEFAULT NULL) RETURNS void
+  AS 'MODULE_PATHNAME', 'idem_advance'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.advance(text, anyelement, text) IS
+  'Moves the watermark forward in this transaction (never back: 22023); with expected, a compare-and-set (40001 when stale)';
+
+CREATE FUNCTION idem.rewind(job text, watermark anyelement) RETURNS void
+  AS 'MODULE_PATHNAME', 'idem_rewind'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.rewind(text, anyelement) IS
+  'Sets the watermark to any value, backwards included, and records it in idem.checkpoint_log';
+
+CREATE FUNCTION idem.run_once(job text, watermark anyelement, query text) RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem_run_once'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.run_once(text, anyelement, text) IS
+  'If watermark is past the job''s, runs query and advances, in one transaction (true); else does nothing (false)';
+
+CREATE FUNCTION idem.mark_window(job text, lo anyelement, hi anyelement) RETURNS void
+  AS 'MODULE_PATHNAME', 'idem_mark_window'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.mark_window(text, anyelement, anyelement) IS
+  'Records the window [lo, hi) of a windowed job as done, in this transaction';
+
+CREATE FUNCTION idem.windows(job text) RETURNS TABLE(lo text, hi text, done_at timestamptz)
+  AS 'MODULE_PATHNAME', 'idem_windows'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.windows(text) IS
+  'The done windows of a job, in order';
+
+CREATE FUNCTION idem.gaps(job text, from_value anyelement, to_value anyelement, step interval)
+  RETURNS TABLE(lo text, hi text)
+  AS 'MODULE_PATHNAME', 'idem_gaps'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.gaps(text, anyelement, anyelement, interval) IS
+  'The windows [lo, lo + step) between from_value and to_value (dates, timestamps) that are not done';
+
+CREATE FUNCTION idem.gaps(job text, from_value anyelement, to_value anyelement, step anyelement)
+  RETURNS TABLE(lo text, hi text)
+  AS 'MODULE_PATHNAME', 'idem_gaps'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.gaps(text, anyelement, anyelement, anyelement) IS
+  'The windows [lo, lo + step) between from_value and to_value (integers, numerics) that are not done';

@@ -37,10 +37,10 @@ ROLLBACK;
 
 -- Changes: exactly the changed rows are updated. 1.0 -> 1.00 and 0 -> -0
 -- are changes (the stored image differs); json works without an = operator.
-UPDATE m_source SET amount = 1.00 WHERE id = 10;             -- was 1.0
+UPDATE m_source SET amount = 1.00 WHERE id = 10;             -- was 1.00000000000000000000 (10 / 10.0)
 UPDATE m_source SET score = '-0' WHERE id = 1;               -- was 1.5
 UPDATE m_source SET score = '0' WHERE id = 2;                -- was 3.0
-UPDATE m_source SET doc = '{"g" : 3}' WHERE id = 3;          -- whitespace: json keeps it
+UPDATE m_source SET doc = '{"g" : 3}' WHERE id = 3;          -- json_build_object wrote exactly this text: unchanged
 UPDATE m_source SET name = 'renamed' WHERE id = 4;
 INSERT INTO m_source VALUES (10001, 'new', 1, 1, NULL);
 SELECT * FROM idem.merge('m_target', 'm_source');

@@ -3,6 +3,7 @@
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
 #include "pg/spi.hpp"
+#include "usage.hpp"
 
 namespace pg_idempotent {
 
@@ -14,6 +15,8 @@ namespace sqlstate = pg::sqlstate;
 
 // Every statement below is fixed text run as the extension owner; values
 // travel as $1 (scope) and $2 (key), then the statement's own.
+const char* const kKeysWhat = "idempotency keys in scope";
+
 const char* const kWhereKey =
     " WHERE k.scope OPERATOR(pg_catalog.=) $1"
     " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid";
@@ -61,43 +64,6 @@ void require_text(const std::string& value, const char* what)
 {
     if (value.empty())
         throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty");
-}
-
-// May the calling role use this scope? Superusers may; others need a row in
-// idem.usage_grants for the scope or for all scopes, for themselves or a role
-// whose privileges they have (GRANT idem_user TO etl works through this).
-// Cached for the rest of the transaction.
-void check_scope_usage(pg::SpiSession& spi, const std::string& scope)
-{
-    static std::uint32_t cached_xact = 0;
-    static std::uint32_t cached_user = 0;
-    static std::string cached_scope;
-    const std::uint32_t xact = pg::local_transaction_id();
-    const std::uint32_t user = pg::current_user_id();
-    if (xact == cached_xact && user == cached_user && scope == cached_scope)
-        return;
-    if (!pg::current_user_is_superuser()) {
-        bool allowed = false;
-        pg::as_extension_owner([&] {
-            auto r = spi.query_saved(
-                "SELECT EXISTS (SELECT FROM idem.usage_grants g"
-                " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $1)"
-                " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text",
-                {Param::of_text(scope), Param::of_oid(user)});
-            allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
-        });
-        if (!allowed) {
-            const std::string who = pg::current_user_name();
-            throw UserError(sqlstate::kInsufficientPrivilege,
-                            "role \"" + who + "\" may not use idempotency keys in scope \"" + scope + "\"",
-                            "Keys and their stored results are readable only by roles allowed to use the scope.",
-                            "A superuser can allow it with SELECT idem.grant_usage('" + who + "') (every scope) or "
-                            "idem.grant_usage('" + who + "', '" + scope + "').");
-        }
-    }
-    cached_xact = xact;
-    cached_user = user;
-    cached_scope = scope;
 }
 
 struct KeyRow {
@@ -189,7 +155,7 @@ bool claim(const ClaimRequest& request)
         if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
             throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
     }
-    check_scope_usage(spi, request.scope);
+    check_scope_usage(spi, request.scope, kKeysWhat);
     bool owned = false;
     pg::as_extension_owner([&] {
         if (request.wait) {
@@ -219,7 +185,7 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
     for (const auto& k : keys)
         require_text(k, "every key");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope);
+    check_scope_usage(spi, scope, kKeysWhat);
     // One statement for the whole batch: new keys are inserted in hash order
     // (ON CONFLICT waits on a concurrent claimer's transaction, one at a
     // time: no lock slot per key), expired leases are taken over, keys this
@@ -250,7 +216,7 @@ void complete(const std::string& key, const std::optional<std::string>& result_j
     require_text(key, "key");
     require_text(scope, "scope");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope);
+    check_scope_usage(spi, scope, kKeysWhat);
     pg::as_extension_owner([&] {
         auto done = spi.query_saved(
             std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
@@ -278,7 +244,7 @@ void save_point(const std::string& key, const std::string& recovery_point, const
     require_text(key, "key");
     require_text(scope, "scope");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope);
+    check_scope_usage(spi, scope, kKeysWhat);
     pg::as_extension_owner([&] {
         auto saved = spi.query_saved(
             std::string("UPDATE idem.keys k SET recovery_point = $3,"
@@ -298,7 +264,7 @@ std::optional<std::string> result(const std::string& key, const std::string& sco
     require_text(key, "key");
     require_text(scope, "scope");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope);
+    check_scope_usage(spi, scope, kKeysWhat);
     std::optional<std::string> out;
     pg::as_extension_owner([&] {
         auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey,
@@ -332,7 +298,7 @@ void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const 
     require_text(key, "key");
     require_text(scope, "scope");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope);
+    check_scope_usage(spi, scope, kKeysWhat);
     pg::as_extension_owner([&] {
         spi.return_rows(fcinfo,
                         std::string("SELECT CASE WHEN k.state OPERATOR(pg_catalog.=) 'in_progress'"
@@ -350,7 +316,7 @@ bool forget(const std::string& key, const std::string& scope)
     require_text(key, "key");
     require_text(scope, "scope");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope);
+    check_scope_usage(spi, scope, kKeysWhat);
     bool forgotten = false;
     pg::as_extension_owner([&] {
         auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + kWhereKey + " RETURNING true",
@@ -366,7 +332,7 @@ std::int64_t purge_keys(const std::string& older_than, const std::optional<std::
     pg::SpiSession spi;
     if (scope) {
         require_text(*scope, "scope");
-        check_scope_usage(spi, *scope);
+        check_scope_usage(spi, *scope, kKeysWhat);
     } else if (!pg::current_user_is_superuser()) {
         throw UserError(sqlstate::kInsufficientPrivilege, "only a superuser may purge keys of every scope",
                         {}, "Pass the scope to purge.");

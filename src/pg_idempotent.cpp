@@ -2,6 +2,7 @@
 // into plain C++ values and calls the feature through cpp_entry, the one
 // guard between PostgreSQL's longjmp errors and C++ exceptions.
 #include "boundary_probe.hpp"
+#include "checkpoint.hpp"
 #include "checksum.hpp"
 #include "keys.hpp"
 #include "merge.hpp"
@@ -9,6 +10,23 @@
 #include "pg/guard.hpp"
 
 namespace pg = pg_idempotent::pg;
+
+#include <optional>
+
+// Functions that may return SQL NULL: body returns nullopt for NULL.
+template <typename F>
+static Datum nullable_entry(FunctionCallInfo fcinfo, F&& body)
+{
+    bool is_null = false;
+    Datum d = pg::cpp_entry(fcinfo, [&]() -> Datum {
+        std::optional<Datum> r = body();
+        is_null = !r.has_value();
+        return r.value_or(Datum(0));
+    });
+    if (is_null)
+        PG_RETURN_NULL();
+    return d;
+}
 
 // PGDLLEXPORT is empty on Linux: keep the entry points visible even when the
 // module is built with -fvisibility=hidden.
@@ -33,6 +51,15 @@ PG_FUNCTION_INFO_V1(idem_once);
 PG_FUNCTION_INFO_V1(idem_key_status);
 PG_FUNCTION_INFO_V1(idem_forget);
 PG_FUNCTION_INFO_V1(idem_purge_keys);
+PG_FUNCTION_INFO_V1(idem_watermark);
+PG_FUNCTION_INFO_V1(idem_watermark_typed);
+PG_FUNCTION_INFO_V1(idem_lock_job);
+PG_FUNCTION_INFO_V1(idem_advance);
+PG_FUNCTION_INFO_V1(idem_rewind);
+PG_FUNCTION_INFO_V1(idem_run_once);
+PG_FUNCTION_INFO_V1(idem_mark_window);
+PG_FUNCTION_INFO_V1(idem_windows);
+PG_FUNCTION_INFO_V1(idem_gaps);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -235,6 +262,97 @@ Datum idem_purge_keys(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "older_than");
         return Int64GetDatum(pg_idempotent::purge_keys(*pg::arg_interval_text(fcinfo, 0), pg::arg_text(fcinfo, 1)));
+    });
+}
+
+Datum idem_watermark(PG_FUNCTION_ARGS)
+{
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
+        pg::require_arg(fcinfo, 0, "job");
+        auto w = pg_idempotent::watermark_text(*pg::arg_text(fcinfo, 0));
+        if (!w)
+            return std::nullopt;
+        return pg::text_result(*w);
+    });
+}
+
+Datum idem_watermark_typed(PG_FUNCTION_ARGS)
+{
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
+        pg::require_arg(fcinfo, 0, "job");
+        const auto as_type = pg::arg_value(fcinfo, 1);
+        auto w = pg_idempotent::watermark_typed(*pg::arg_text(fcinfo, 0), as_type.type);
+        if (!w)
+            return std::nullopt;
+        return static_cast<Datum>(w->datum);
+    });
+}
+
+Datum idem_lock_job(PG_FUNCTION_ARGS)
+{
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
+        pg::require_arg(fcinfo, 0, "job");
+        pg::require_arg(fcinfo, 1, "nowait");
+        auto w = pg_idempotent::lock_job(*pg::arg_text(fcinfo, 0), *pg::arg_bool(fcinfo, 1));
+        if (!w)
+            return std::nullopt;
+        return pg::text_result(*w);
+    });
+}
+
+Datum idem_advance(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg_idempotent::advance(*pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_text(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_rewind(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg_idempotent::rewind(*pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_run_once(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg::require_arg(fcinfo, 2, "query");
+        return BoolGetDatum(
+            pg_idempotent::run_once(*pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), *pg::arg_text(fcinfo, 2)));
+    });
+}
+
+Datum idem_mark_window(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg_idempotent::mark_window(*pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_value(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_windows(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg_idempotent::windows(fcinfo, *pg::arg_text(fcinfo, 0));
+        return Datum(0);
+    });
+}
+
+Datum idem_gaps(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg_idempotent::gaps(fcinfo, *pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_value(fcinfo, 2),
+                            pg::arg_value(fcinfo, 3));
+        return Datum(0);
     });
 }
 

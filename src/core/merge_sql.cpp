@@ -283,16 +283,23 @@ std::string build_merge_sql(const MergeSpec& s)
             upd.push_back(c.name);
             vals.push_back("p." + c.name);
         }
+        // With versions, the guard is checked again against the row as it is
+        // after any wait for its lock (EvalPlanQual): a newer version that a
+        // concurrent merge committed meanwhile is never overwritten.
+        const std::string newer_guard =
+            versioned ? " AND NOT (p." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")" : "";
         sql += "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
                ") FROM (SELECT p.* FROM lck l JOIN todo p ON " + keys_match(s, "l", "p") + " WHERE " +
-               action_is("p", kUpdate) + ") AS p WHERE " + keys_match(s, "t", "p") + " RETURNING 1),\n";
+               action_is("p", kUpdate) + ") AS p WHERE " + keys_match(s, "t", "p") + newer_guard + " RETURNING 1),\n";
     } else {
         sql += "upd AS (SELECT 1 WHERE false),\n";
     }
     if (deletes) {
+        const std::string newer_guard =
+            versioned ? " AND NOT (p." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")" : "";
         sql += "del AS (DELETE FROM " + s.target + " AS t USING (SELECT p.* FROM lck l JOIN todo p ON " +
                keys_match(s, "l", "p") + " WHERE " + action_is("p", kDelete) + ") AS p WHERE " +
-               keys_match(s, "t", "p") + " RETURNING 1),\n";
+               keys_match(s, "t", "p") + newer_guard + " RETURNING 1),\n";
     } else {
         sql += "del AS (SELECT 1 WHERE false),\n";
     }
@@ -321,8 +328,12 @@ std::string build_merge_sql(const MergeSpec& s)
            ")::pg_catalog.int8 AS deleted,\n (" +
            count_where("plan p", "p." + std::string(kAction) + " OPERATOR(pg_catalog.=) ANY ('{4,7}'::pg_catalog.int4[])") +
            " " + kPlus + " " + count_where("todo p", action_is("p", kInsert)) + " " + kMinus + " " +
-           count_where("ins") + ")::pg_catalog.int8 AS unchanged,\n " + count_where("plan p", action_is("p", kStale)) +
-           "::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb";
+           count_where("ins") + ")::pg_catalog.int8 AS unchanged,\n (" + count_where("plan p", action_is("p", kStale)) +
+           (versioned ? " " + std::string(kPlus) + " " + count_where("todo p", action_is("p", kUpdate)) + " " + kMinus + " " +
+                            count_where("upd") + " " + kPlus + " " + count_where("todo p", action_is("p", kDelete)) + " " +
+                            kMinus + " " + count_where("del")
+                      : std::string()) +
+           ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb";
     return sql;
 }
 

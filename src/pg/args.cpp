@@ -143,6 +143,18 @@ core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n)
     return digest;
 }
 
+TypedValue arg_value(FunctionCallInfo fcinfo, int n)
+{
+    TypedValue v;
+    v.type = pg_call([&] { return get_fn_expr_argtype(fcinfo->flinfo, n); });
+    if (v.type == InvalidOid)
+        throw UserError(sqlstate::kDatatypeMismatch, "could not determine the type of argument " + std::to_string(n + 1));
+    v.is_null = PG_ARGISNULL(n);
+    if (!v.is_null)
+        v.datum = static_cast<std::uintptr_t>(PG_GETARG_DATUM(n));
+    return v;
+}
+
 Datum text_result(const std::string& s)
 {
     return pg_call([&] {

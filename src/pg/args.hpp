@@ -10,6 +10,7 @@
 
 #include "core/digest.hpp"
 #include "pg/postgres.hpp"
+#include "pg/values.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -26,6 +27,9 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
 
 // The v1 row digest of a composite argument (a whole row).
 core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n);
+
+// An anyelement argument with its actual type (NULL keeps the type).
+TypedValue arg_value(FunctionCallInfo fcinfo, int n);
 
 Datum text_result(const std::string& s);
 Datum jsonb_result(const std::string& json_text);

@@ -35,6 +35,8 @@ Oid type_oid(Param::Type t)
         return OIDOID;
     case Param::Type::kTextArray:
         return TEXTARRAYOID;
+    case Param::Type::kValue:
+        return InvalidOid;  // taken from the value itself
     }
     return InvalidOid;
 }
@@ -53,7 +55,7 @@ SpiArgs convert_params(const Params& params)
     });
     for (int i = 0; i < n; ++i) {
         const Param& p = params[static_cast<std::size_t>(i)];
-        args.types[i] = type_oid(p.type);
+        args.types[i] = p.type == Param::Type::kValue ? p.value.type : type_oid(p.type);
         args.nulls[i] = ' ';
         args.values[i] = 0;
         switch (p.type) {
@@ -78,6 +80,12 @@ SpiArgs convert_params(const Params& params)
             break;
         case Param::Type::kOid:
             args.values[i] = ObjectIdGetDatum(static_cast<Oid>(p.integer));
+            break;
+        case Param::Type::kValue:
+            if (p.value.is_null)
+                args.nulls[i] = 'n';
+            else
+                args.values[i] = static_cast<Datum>(p.value.datum);
             break;
         case Param::Type::kTextArray: {
             const int m = static_cast<int>(p.array.size());
@@ -326,6 +334,28 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
             tuplestore_putvalues(rsinfo->setResult, out, values, nulls);
         }
     });
+}
+
+void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows)
+{
+    pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    const int natts = rsinfo->setDesc->natts;
+    for (const auto& row : rows) {
+        if (static_cast<int>(row.size()) != natts)
+            throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent");
+        pg_call([&] {
+            Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(natts)));
+            bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(natts)));
+            for (int c = 0; c < natts; ++c) {
+                const auto& cell = row[static_cast<std::size_t>(c)];
+                nulls[c] = !cell.has_value();
+                values[c] = cell ? PointerGetDatum(cstring_to_text_with_len(cell->data(), static_cast<int>(cell->size())))
+                                 : Datum(0);
+            }
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        });
+    }
 }
 
 std::string rows_as_json_array(SpiSession& spi, const std::string& query)

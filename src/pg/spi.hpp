@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/digest.hpp"
+#include "pg/values.hpp"
 
 struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
 
@@ -23,21 +24,23 @@ namespace pg_idempotent::pg {
 
 // A $n parameter: its SQL type and value (nullopt = NULL).
 struct Param {
-    enum class Type { kText, kInt8, kInt4, kBool, kOid, kTextArray };
+    enum class Type { kText, kInt8, kInt4, kBool, kOid, kTextArray, kValue };
     Type type;
     std::optional<std::string> text;
     std::int64_t integer = 0;
     std::vector<std::string> array;
+    TypedValue value{};  // kValue: a Datum of any type (NULL when value.is_null)
 
-    static Param of_text(std::optional<std::string> v) { return Param{Type::kText, std::move(v), 0, {}}; }
-    static Param of_int8(std::int64_t v) { return Param{Type::kInt8, std::string(), v, {}}; }
-    static Param of_int4(std::int32_t v) { return Param{Type::kInt4, std::string(), v, {}}; }
-    static Param of_bool(bool v) { return Param{Type::kBool, std::string(), v ? 1 : 0, {}}; }
-    static Param of_oid(std::uint32_t v) { return Param{Type::kOid, std::string(), v, {}}; }
+    static Param of_text(std::optional<std::string> v) { return Param{Type::kText, std::move(v), 0, {}, {}}; }
+    static Param of_int8(std::int64_t v) { return Param{Type::kInt8, std::string(), v, {}, {}}; }
+    static Param of_int4(std::int32_t v) { return Param{Type::kInt4, std::string(), v, {}, {}}; }
+    static Param of_bool(bool v) { return Param{Type::kBool, std::string(), v ? 1 : 0, {}, {}}; }
+    static Param of_oid(std::uint32_t v) { return Param{Type::kOid, std::string(), v, {}, {}}; }
     static Param of_text_array(std::vector<std::string> v)
     {
-        return Param{Type::kTextArray, std::string(), 0, std::move(v)};
+        return Param{Type::kTextArray, std::string(), 0, std::move(v), {}};
     }
+    static Param of_value(const TypedValue& v) { return Param{Type::kValue, std::string(), 0, {}, v}; }
 };
 using Params = std::vector<Param>;
 
@@ -83,6 +86,10 @@ public:
 private:
     bool connected_ = false;
 };
+
+// Returns rows of text columns (NULL = nullopt) as the result set of the
+// calling set-returning function; the declared columns must all be text.
+void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows);
 
 // Runs caller SQL (as the caller) and returns its rows as a jsonb array of
 // objects in text form ("[]" for none, or for a statement without rows).

@@ -1,0 +1,107 @@
+#include "pg/values.hpp"
+
+#include "pg/guard.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+namespace pg_idempotent::pg {
+
+namespace {
+
+// The canonical settings (docs/checkpoints.md).
+const std::pair<const char*, const char*> kCanonical[] = {
+    {"DateStyle", "ISO, YMD"},
+    {"TimeZone", "UTC"},
+    {"IntervalStyle", "postgres"},
+    {"extra_float_digits", "1"},
+    {"bytea_output", "hex"},
+};
+
+int enter_canonical()
+{
+    return pg_call([] {
+        const int nest = NewGUCNestLevel();
+        for (const auto& [name, value] : kCanonical)
+            (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+        return nest;
+    });
+}
+
+void leave_canonical(int nest)
+{
+    pg_call([&] { AtEOXact_GUC(true, nest); });
+}
+
+}  // namespace
+
+void with_canonical_settings(const std::function<void()>& fn)
+{
+    const int nest = enter_canonical();
+    fn();
+    leave_canonical(nest);
+}
+
+bool type_is_ordered(std::uint32_t type)
+{
+    return pg_call([&] {
+        TypeCacheEntry* entry = lookup_type_cache(type, TYPECACHE_CMP_PROC);
+        return OidIsValid(entry->cmp_proc);
+    });
+}
+
+int compare_values(const TypedValue& a, const TypedValue& b)
+{
+    if (!type_is_ordered(a.type))
+        throw UserError("42883", "type " + type_display(a.type) + " has no default btree ordering",
+                        {}, "Use a type that can be sorted (numbers, dates, timestamps, text, pg_lsn...).");
+    return pg_call([&] {
+        TypeCacheEntry* entry = lookup_type_cache(a.type, TYPECACHE_CMP_PROC_FINFO);
+        const Oid collation = OidIsValid(entry->typcollation) ? entry->typcollation : InvalidOid;
+        return DatumGetInt32(FunctionCall2Coll(&entry->cmp_proc_finfo, collation,
+                                               static_cast<Datum>(a.datum), static_cast<Datum>(b.datum)));
+    });
+}
+
+std::string canonical_text(const TypedValue& value)
+{
+    const int nest = enter_canonical();
+    const char* text = pg_call([&] {
+        Oid output = InvalidOid;
+        bool varlena = false;
+        getTypeOutputInfo(value.type, &output, &varlena);
+        return OidOutputFunctionCall(output, static_cast<Datum>(value.datum));
+    });
+    leave_canonical(nest);
+    return std::string(text);
+}
+
+TypedValue parse_canonical(const std::string& text, std::uint32_t type)
+{
+    const int nest = enter_canonical();
+    const Datum d = pg_call([&] {
+        Oid input = InvalidOid;
+        Oid ioparam = InvalidOid;
+        getTypeInputInfo(type, &input, &ioparam);
+        return OidInputFunctionCall(input, const_cast<char*>(text.c_str()), ioparam, -1);
+    });
+    leave_canonical(nest);
+    TypedValue v;
+    v.datum = static_cast<std::uintptr_t>(d);
+    v.type = type;
+    v.is_null = false;
+    return v;
+}
+
+std::string type_display(std::uint32_t type)
+{
+    return std::string(pg_call([&] { return format_type_be(type); }));
+}
+
+std::string type_qualified(std::uint32_t type)
+{
+    return std::string(pg_call([&] { return format_type_be_qualified(type); }));
+}
+
+}  // namespace pg_idempotent::pg

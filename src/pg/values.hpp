@@ -1,0 +1,43 @@
+// Values of any type (anyelement arguments) for C++ code: compared with their
+// type's own btree ordering and written as canonical text that does not
+// depend on session settings (ISO dates, UTC timestamps, postgres-style
+// intervals, shortest exact floats), so stored state reads back the same in
+// every session and after dump/restore.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+#include <functional>
+
+namespace pg_idempotent::pg {
+
+struct TypedValue {
+    std::uintptr_t datum = 0;   // a Datum, valid in the memory context it came from
+    std::uint32_t type = 0;     // type OID
+    bool is_null = true;
+};
+
+// <0, 0, >0 by the type's default btree operator class (its collation, for
+// text). UserError 42883 when the type has no ordering.
+int compare_values(const TypedValue& a, const TypedValue& b);
+
+// The settings-independent text form, and back.
+std::string canonical_text(const TypedValue& value);
+TypedValue parse_canonical(const std::string& text, std::uint32_t type);
+
+// "timestamp with time zone" (for messages) and "pg_catalog.timestamptz"
+// (always schema-qualified, for SQL).
+std::string type_display(std::uint32_t type);
+std::string type_qualified(std::uint32_t type);
+
+// Whether the type has a default btree ordering.
+bool type_is_ordered(std::uint32_t type);
+
+// The settings used for canonical text, applied around fn (a GUC nest level,
+// like a function's SET clauses): state SQL that casts text to a type runs
+// inside this, so it parses the canonical form.
+void with_canonical_settings(const std::function<void()>& fn);
+
+}  // namespace pg_idempotent::pg
