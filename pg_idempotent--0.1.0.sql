@@ -381,6 +381,7 @@ CREATE TABLE idem.checkpoint_log (
 REVOKE ALL ON idem.checkpoint_log FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('idem.checkpoint_log', '');
 SELECT pg_catalog.pg_extension_config_dump('idem.checkpoint_log_id_seq', '');
+COMMENT ON SEQUENCE idem.checkpoint_log_id_seq IS 'Numbers the rows of idem.checkpoint_log';
 COMMENT ON TABLE idem.checkpoint_log IS
   'The record every idem.rewind leaves: who moved which watermark back, from what to what';
 
