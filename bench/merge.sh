@@ -177,7 +177,7 @@ SQL
 if ! probe_err=$(bench_psql -c "SELECT * FROM idem.merge('probe_t', 'probe_s')" 2>&1 >/dev/null); then
     merge_src=src_v
     report ""
-    report "**idem.merge fails with a source table that has a primary key on the key:** \`SELECT * FROM idem.merge('probe_t', 'probe_s')\` (both \`id bigint PRIMARY KEY\`) raises \`$(printf '%s' "$probe_err" | head -1)\`. Every idem.merge below therefore reads the view \`src_v\` (\`SELECT * FROM src\`): the path of a view or query source, with the NULL-key and duplicate-key checks that a primary-key source skips. The figures are for that path, not the intended one."
+    report "**idem.merge fails with a source table that has a primary key on the key:** \`SELECT * FROM idem.merge('probe_t', 'probe_s')\` (both \`id bigint PRIMARY KEY\`) raises \`$(printf '%s' "$probe_err" | head -1 | sed 's/^psql:[^ ]* //')\`. Every idem.merge below therefore reads the view \`src_v\` (\`SELECT * FROM src\`): the path of a view or query source, with the NULL-key and duplicate-key checks that a primary-key source skips. The figures are for that path, not the intended one."
 fi
 bench_psql -c "DROP TABLE probe_t, probe_s"
 merge_call="SELECT * FROM idem.merge('t', '$merge_src')"
@@ -186,13 +186,21 @@ ioc_set="c1 = EXCLUDED.c1, c2 = EXCLUDED.c2, c3 = EXCLUDED.c3, c4 = EXCLUDED.c4"
 ioc_load="INSERT INTO t_ioc SELECT * FROM src ON CONFLICT (id) DO UPDATE SET $ioc_set"
 restore_t="TRUNCATE t; INSERT INTO t SELECT * FROM orig; VACUUM ANALYZE t; CHECKPOINT;"
 
-# merge_profile_report TITLE: runs idem.merge once (untimed) under
-# auto_explain (ANALYZE, BUFFERS, JSON, sent to this client as a NOTICE) and
-# reports its statement's time per CTE.
-merge_profile_report() {
-    local title=$1 dir out json total jit
+# Every scenario first runs idem.merge once, untimed, under auto_explain and
+# a statement timeout, before timing it: a plan that goes quadratic must not
+# stall the whole benchmark; it is reported as such, with its estimated plan.
+merge_timeout=${BENCH_MERGE_TIMEOUT:-60}
+
+# merge_profile TITLE: that run. Sets merge_ok (yes: finished, no: timed out
+# or failed) and merge_profile_lines, the report section (emitted later by
+# merge_profile_emit, after the timing table). The plan arrives as a NOTICE
+# (auto_explain.log_level), so the server log is not needed.
+merge_profile() {
+    local title=$1 dir out json total jit err sql
+    merge_profile_lines=()
     dir=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
-    bench_psql >"$dir/out" 2>"$dir/notices" <<SQL
+    merge_ok=yes
+    if ! bench_psql >"$dir/out" 2>"$dir/notices" <<SQL
 LOAD 'auto_explain';
 SET client_min_messages = notice;
 SET auto_explain.log_level = notice;
@@ -201,29 +209,49 @@ SET auto_explain.log_nested_statements = on;
 SET auto_explain.log_analyze = on;
 SET auto_explain.log_buffers = on;
 SET auto_explain.log_format = json;
+SET statement_timeout = '${merge_timeout}s';
 $merge_call;
 SQL
+    then
+        merge_ok=no
+        err=$(grep -m1 'ERROR:' "$dir/notices" | sed 's/^.*ERROR: */ERROR: /' || true)
+        # The failing statement: the SPI error context, 'SQL statement "..."',
+        # to the end of the output.
+        sql=$(awk 'on { print; next }
+                   /CONTEXT:  SQL statement "/ { on = 1; sub(/.*CONTEXT:  SQL statement "/, ""); print }' \
+              "$dir/notices" | sed '$ s/"$//')
+        merge_profile_lines+=("" "#### idem.merge: $title"
+            ""
+            "**idem.merge did not finish:** \`$err\` (limit: ${merge_timeout} s; BENCH_MERGE_TIMEOUT). It is left out of the timings."
+            "")
+        if [ -n "$sql" ]; then
+            printf 'EXPLAIN %s\n' "$sql" >"$dir/explain.sql"
+            merge_profile_lines+=("<details><summary>EXPLAIN (estimates only) of idem.merge's statement</summary>" "" '```'
+                "$(bench_psql -f "$dir/explain.sql" 2>&1 || true)" '```' "" "</details>")
+        fi
+        rm -rf "$dir"
+        return 0
+    fi
     out=$(cat "$dir/out")
     json=$(awk '/^\{$/ { buf = ""; on = 1 }
                 on { buf = buf $0 "\n" }
                 /^\}$/ && on { on = 0; if (buf ~ /"Query Text": "WITH/) print buf }' "$dir/notices")
     rm -rf "$dir"
     if [ -z "$json" ]; then
-        report ""
-        report "($title: no auto_explain plan of idem.merge's statement was captured.)"
+        merge_profile_lines+=("" "($title: it returned \`$out\`; no auto_explain plan of its statement was captured.)")
         return 0
     fi
-    report ""
-    report "#### Where idem.merge's time goes: $title"
-    report ""
-    report "One untimed run under auto_explain (ANALYZE, per-node timing: slower than the timed runs). It returned \`$out\` (inserted|updated|deleted|unchanged|stale). Its statement's plan, per CTE: the CTE's own nodes plus writing its rows to its tuplestore (which spills to temp files past work_mem); its readers pay for reading it. Shares are of the statement's total."
-    report ""
-    report "| step | top plan node | est. rows | rows | ms | share | temp written |"
-    report "|---|---|---:|---:|---:|---:|---:|"
     total=$(bench_psql -v plan="$json" <<<"SELECT round(((:'plan')::jsonb->'Plan'->>'Actual Total Time')::numeric)")
     jit=$(bench_psql -v plan="$json" <<<"SELECT coalesce(round(((:'plan')::jsonb->'JIT'->'Timing'->>'Total')::numeric), 0)")
+    merge_profile_lines+=("" "#### Where idem.merge's time goes: $title"
+        ""
+        "One untimed run under auto_explain (ANALYZE, per-node timing: slower than the timed runs). It returned \`$out\` (inserted|updated|deleted|unchanged|stale). Its statement's time per CTE: the CTE's own plan nodes plus writing its rows to its tuplestore (spilling to temp files past work_mem); the CTEs that read it pay for reading. Shares are of the statement's total."
+        ""
+        "| step | top plan node | est. rows | rows | ms | share | temp written |"
+        "|---|---|---:|---:|---:|---:|---:|")
+    local step node est rows ms share mb
     while IFS='|' read -r step node est rows ms share mb; do
-        report "| $step | $node | $est | $rows | $ms | $share | $mb |"
+        merge_profile_lines+=("| $step | $node | $est | $rows | $ms | $share | $mb |")
     done < <(bench_psql -v plan="$json" <<'SQL'
 SELECT step, node, coalesce(est_rows::text, ''), coalesce(nrows::text, ''), round(ms),
        round(100 * ms / nullif(((:'plan')::jsonb->'Plan'->>'Actual Total Time')::numeric, 0)) || '%',
@@ -232,62 +260,90 @@ FROM merge_profile((:'plan')::jsonb)
 WHERE ms >= 0.5 OR temp_mb >= 0.05
 SQL
 )
-    report "| **total** | | | | **$total** | | |"
-    report ""
-    report "Steps under 0.5 ms left out. JIT compilation, inside the steps above: $jit ms."
+    merge_profile_lines+=("| **total** | | | | **$total** | | |"
+        ""
+        "Steps under 0.5 ms left out. JIT compilation, inside the steps above: $jit ms.")
+}
+merge_profile_emit() {
+    local line
+    for line in "${merge_profile_lines[@]}"; do report "$line"; done
+}
+
+# merge_goal WHAT MERGE_MEDIAN BASELINE_MEDIAN TARGET: the ratio goal; when
+# idem.merge did not finish, the timeout over the baseline, a lower bound.
+merge_goal() {
+    local what=$1 merge_ms=$2 base_ms=$3 target=$4
+    if [ "$merge_ms" = timeout ]; then
+        bench_goal "$what (timed out: at least)" "$(bench_ratio "$((merge_timeout * 1000))" "$base_ms")" "<=" "$target" x
+    else
+        bench_goal "$what" "$(bench_ratio "$merge_ms" "$base_ms")" "<=" "$target" x
+    fi
 }
 
 # 1. First load into an empty target.
-BENCH_RESET=([ioc]="TRUNCATE t_ioc; CHECKPOINT;" [merge]="TRUNCATE t; CHECKPOINT;")
+say "first load: untimed idem.merge under auto_explain"
+bench_psql >/dev/null <<<"TRUNCATE t; CHECKPOINT;"
+merge_profile "first load"
 report ""
 report "### 1. First load into an empty target"
 report ""
 report "Before each timed statement (untimed): its target is TRUNCATEd and a CHECKPOINT writes out the previous round's pages."
-bench_compare merge_load \
-    ioc   "$ioc_load" \
-    merge "$merge_call"
+BENCH_RESET=([ioc]="TRUNCATE t_ioc; CHECKPOINT;" [merge]="TRUNCATE t; CHECKPOINT;")
+if [ "$merge_ok" = yes ]; then
+    bench_compare merge_load ioc "$ioc_load" merge "$merge_call"
+    load_merge=${BENCH_MEDIAN[merge]}
+else
+    bench_compare merge_load ioc "$ioc_load"
+    load_merge=timeout
+fi
 BENCH_RESET=()
 load_ioc=${BENCH_MEDIAN[ioc]}
-load_merge=${BENCH_MEDIAN[merge]}
-bench_psql -c "TRUNCATE t; CHECKPOINT"
-merge_profile_report "first load"
+merge_profile_emit
 
-# 2. Replay: t already equals src. Nothing below writes to t (checked after),
+# 2. Replay: t already equals src. Nothing here writes to t (checked after),
 # so no reset between rounds.
-say "replay: restoring t"
-bench_psql <<<"$restore_t"
+say "replay: restoring t; untimed idem.merge under auto_explain"
+bench_psql >/dev/null <<<"$restore_t"
+merge_profile "replay"
 report ""
 report "### 2. Replay of unchanged data (\`t\` already equals \`src\`)"
 report ""
-report "\`guarded\` and \`bare\` are what a user writes for the same guarantees (\`SELECT merge_guarded()\` is the duplicate-key check and the MERGE in one plpgsql function; \`merge_bare()\` the MERGE alone):"
+report "\`guarded\` and \`bare\` are what a user writes for the same guarantees: \`merge_guarded()\` is the duplicate-key check and the MERGE in one plpgsql function (both timed together); \`merge_bare()\` is the same MERGE alone."
 report ""
 report '```sql'
 report "$(bench_psql -c "SELECT pg_get_functiondef('merge_guarded'::regproc)")"
 report '```'
-bench_compare merge_replay \
-    guarded "SELECT merge_guarded()" \
-    bare    "SELECT merge_bare()" \
-    merge   "$merge_call"
+if [ "$merge_ok" = yes ]; then
+    bench_compare merge_replay guarded "SELECT merge_guarded()" bare "SELECT merge_bare()" merge "$merge_call"
+    replay_merge=${BENCH_MEDIAN[merge]}
+else
+    bench_compare merge_replay guarded "SELECT merge_guarded()" bare "SELECT merge_bare()"
+    replay_merge=timeout
+fi
 replay_guarded=${BENCH_MEDIAN[guarded]}
 replay_bare=${BENCH_MEDIAN[bare]}
-replay_merge=${BENCH_MEDIAN[merge]}
-report ""
-report "- idem.merge / the bare MERGE alone: $(bench_ratio "$replay_merge" "$replay_bare")x"
-merge_profile_report "replay"
+if [ "$merge_ok" = yes ]; then
+    report ""
+    report "- idem.merge / the bare MERGE alone: $(bench_ratio "$replay_merge" "$replay_bare")x"
+fi
+changed_after_replay=$(bench_psql -c "SELECT count(*) FROM t JOIN orig o USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (o.c1, o.c2, o.c3, o.c4)")
+report "- rows of \`t\` differing from the original data after the timed replays: $changed_after_replay"
+merge_profile_emit
 
 say "replay: rows rewritten and WAL"
-changed_after_replay=$(bench_psql -c "SELECT count(*) FROM t JOIN orig o USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (o.c1, o.c2, o.c3, o.c4)")
 ioc_naive="INSERT INTO t SELECT * FROM src ON CONFLICT (id) DO UPDATE SET $ioc_set"
 ioc_where="$ioc_naive WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (EXCLUDED.c1, EXCLUDED.c2, EXCLUDED.c3, EXCLUDED.c4)"
+probe_variants=(guarded ioc_where ioc_naive)
+[ "$merge_ok" = yes ] && probe_variants=(merge "${probe_variants[@]}")
 declare -A probe=()
-for v in merge guarded ioc_where ioc_naive; do
+for v in "${probe_variants[@]}"; do
     case $v in
         merge)     q=$merge_call ;;
         guarded)   q="SELECT merge_guarded()" ;;
         ioc_where) q=$ioc_where ;;
         ioc_naive) q=$ioc_naive ;;
     esac
-    # Rolled back: the naive replay rewrites every row; t is restored before
+    # Rolled back: the ON CONFLICT replays write; t is restored before
     # scenario 3 anyway.
     probe[$v]=$(bench_psql -F ' ' <<SQL
 BEGIN;
@@ -297,50 +353,57 @@ SQL
 )
 done
 report ""
-report "Replay writes (each run once more, under EXPLAIN (ANALYZE, WAL), in a transaction rolled back afterwards). Rows rewritten: rows of \`t\` with a new tuple version (xmin of that transaction); rows locked: old versions only locked (xmax of that transaction). WAL: the top plan node's \"WAL Bytes\" (this backend's WAL, nested statements included), and the WAL insert position's advance as a cross-check."
+report "#### Replay: rows written and WAL"
+report ""
+report "Each replay once more, under EXPLAIN (ANALYZE, WAL), in a transaction rolled back afterwards. Rows rewritten: rows of \`t\` with a new tuple version (xmin of that transaction); rows locked: row versions only locked (xmax of that transaction). WAL: the top plan node's \"WAL Bytes\" (this backend's WAL, nested statements included), and the WAL insert position's advance as a cross-check."
 report ""
 report "| replay | statement | rows rewritten | rows locked | WAL bytes | WAL insert position advance |"
 report "|---|---|---:|---:|---:|---:|"
-for v in merge guarded ioc_where ioc_naive; do
+for v in "${probe_variants[@]}"; do
     read -r wal lsn rew lck <<<"${probe[$v]}"
     case $v in
         merge)     q="\`$merge_call\`" ;;
         guarded)   q="\`SELECT merge_guarded()\`" ;;
-        ioc_where) q="INSERT ... ON CONFLICT (id) DO UPDATE SET ... WHERE (t.c1, ...) IS DISTINCT FROM (EXCLUDED.c1, ...)" ;;
+        ioc_where) q="\`INSERT ... ON CONFLICT (id) DO UPDATE SET ... WHERE (t.c1, ...) IS DISTINCT FROM (EXCLUDED.c1, ...)\`" ;;
         ioc_naive) q="\`INSERT INTO t SELECT * FROM src ON CONFLICT (id) DO UPDATE SET c1 = EXCLUDED.c1, ...\` (naive)" ;;
     esac
     report "| $v | $q | $rew | $lck | $wal | $lsn |"
 done
-read -r merge_wal _ merge_rewritten _ <<<"${probe[merge]}"
 read -r naive_wal _ _ _ <<<"${probe[ioc_naive]}"
-merge_wal_pct=$(awk -v a="$merge_wal" -v b="$naive_wal" 'BEGIN { if (b == 0) print "inf"; else printf "%.3f", 100 * a / b }')
-report ""
-report "- rows of \`t\` differing from the original data after the timed replays: $changed_after_replay"
+if [ "$merge_ok" = yes ]; then
+    read -r merge_wal _ merge_rewritten _ <<<"${probe[merge]}"
+    merge_wal_pct=$(awk -v a="$merge_wal" -v b="$naive_wal" 'BEGIN { if (b == 0) print "inf"; else printf "%.3f", 100 * a / b }')
+fi
 
-# 3. 10% of the rows changed. src gets c1 + 1 where id % 10 = 0 (a fresh,
-# compact copy); t is restored to the original data before each round.
-say "10%: rewriting src"
+# 3. 10% of the rows changed. src gets c1 + 1 where id % 10 = 0 (reloaded:
+# compact, no dead rows); t is restored to the original data before each
+# round.
+say "10%: rewriting src, restoring t; untimed idem.merge under auto_explain"
 bench_psql <<'SQL'
 TRUNCATE src;
 INSERT INTO src
 SELECT id, CASE WHEN id % 10 = 0 THEN c1 + 1 ELSE c1 END, c2, c3, c4 FROM orig;
 VACUUM ANALYZE src;
 SQL
+bench_psql >/dev/null <<<"$restore_t"
+merge_profile "10% changed"
 report ""
 report "### 3. 10% of the rows changed"
 report ""
 report "\`src\` has c1 + 1 where id % 10 = 0 (100,000 rows). Before each timed statement (untimed): \`$restore_t\`"
 BENCH_RESET=([guarded]="$restore_t" [merge]="$restore_t")
-bench_compare merge_10pct \
-    guarded "SELECT merge_guarded()" \
-    merge   "$merge_call"
+if [ "$merge_ok" = yes ]; then
+    bench_compare merge_10pct guarded "SELECT merge_guarded()" merge "$merge_call"
+    pct_merge=${BENCH_MEDIAN[merge]}
+else
+    bench_compare merge_10pct guarded "SELECT merge_guarded()"
+    pct_merge=timeout
+fi
 BENCH_RESET=()
 pct_guarded=${BENCH_MEDIAN[guarded]}
-pct_merge=${BENCH_MEDIAN[merge]}
 report ""
 report "- rows of \`t\` differing from \`src\` after the last round: $(bench_psql -c "SELECT count(*) FROM t FULL JOIN src s USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (s.c1, s.c2, s.c3, s.c4)")"
-bench_psql <<<"$restore_t"
-merge_profile_report "10% changed"
+merge_profile_emit
 
 report ""
 report "### Goals"
@@ -348,11 +411,13 @@ bench_goal_begin
 if [ "$merge_src" != src ]; then
     bench_goal "idem.merge runs with a primary-key source table (1 = yes)" 0 ">=" 1
 fi
-bench_goal "1. first load: idem.merge / INSERT ... ON CONFLICT" "$(bench_ratio "$load_merge" "$load_ioc")" "<=" 1.15 x
-bench_goal "2. replay: idem.merge / duplicate check + guarded MERGE" "$(bench_ratio "$replay_merge" "$replay_guarded")" "<=" 1.10 x
-bench_goal "2. replay: rows rewritten by idem.merge" "$merge_rewritten" "<=" 0
-bench_goal "2. replay: idem.merge WAL / naive ON CONFLICT replay WAL" "$merge_wal_pct" "<=" 1 %
-bench_goal "3. 10% changed: idem.merge / duplicate check + guarded MERGE" "$(bench_ratio "$pct_merge" "$pct_guarded")" "<=" 1.15 x
+merge_goal "1. first load: idem.merge / INSERT ... ON CONFLICT" "$load_merge" "$load_ioc" 1.15
+merge_goal "2. replay: idem.merge / duplicate check + guarded MERGE" "$replay_merge" "$replay_guarded" 1.10
+if [ "$replay_merge" != timeout ]; then
+    bench_goal "2. replay: rows rewritten by idem.merge" "$merge_rewritten" "<=" 0
+    bench_goal "2. replay: idem.merge WAL / naive ON CONFLICT replay WAL" "$merge_wal_pct" "<=" 1 %
+fi
+merge_goal "3. 10% changed: idem.merge / duplicate check + guarded MERGE" "$pct_merge" "$pct_guarded" 1.15
 
 bench_psql >/dev/null <<'SQL'
 ALTER SYSTEM RESET autovacuum;
