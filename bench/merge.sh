@@ -173,6 +173,9 @@ CREATE TABLE probe_t (id bigint PRIMARY KEY, v int);
 CREATE TABLE probe_s (id bigint PRIMARY KEY, v int);
 INSERT INTO probe_s VALUES (1, 1);
 CREATE VIEW src_v AS SELECT * FROM src;
+-- For a scaled-down rerun when a full one does not finish (merge_profile).
+CREATE TABLE src_small (LIKE src INCLUDING ALL) WITH (autovacuum_enabled = off);
+CREATE VIEW src_small_v AS SELECT * FROM src_small;
 SQL
 if ! probe_err=$(bench_psql -c "SELECT * FROM idem.merge('probe_t', 'probe_s')" 2>&1 >/dev/null); then
     merge_src=src_v
@@ -181,6 +184,7 @@ if ! probe_err=$(bench_psql -c "SELECT * FROM idem.merge('probe_t', 'probe_s')" 
 fi
 bench_psql -c "DROP TABLE probe_t, probe_s"
 merge_call="SELECT * FROM idem.merge('t', '$merge_src')"
+merge_small_src=$([ "$merge_src" = src ] && echo src_small || echo src_small_v)
 
 ioc_set="c1 = EXCLUDED.c1, c2 = EXCLUDED.c2, c3 = EXCLUDED.c3, c4 = EXCLUDED.c4"
 ioc_load="INSERT INTO t_ioc SELECT * FROM src ON CONFLICT (id) DO UPDATE SET $ioc_set"
@@ -191,15 +195,32 @@ restore_t="TRUNCATE t; INSERT INTO t SELECT * FROM orig; VACUUM ANALYZE t; CHECK
 # stall the whole benchmark; it is reported as such, with its estimated plan.
 merge_timeout=${BENCH_MERGE_TIMEOUT:-60}
 
-# merge_profile TITLE: that run. Sets merge_ok (yes: finished, no: timed out
-# or failed) and merge_profile_lines, the report section (emitted later by
-# merge_profile_emit, after the timing table). The plan arrives as a NOTICE
-# (auto_explain.log_level), so the server log is not needed.
+# merge_profile TITLE RESET_SQL: that run. Sets merge_ok (yes: finished, no:
+# timed out or failed) and merge_profile_lines, the report section (emitted
+# later by merge_profile_emit, after the timing table). The plan arrives as
+# a NOTICE (auto_explain.log_level), so the server log is not needed. When
+# the run does not finish (no plan then: auto_explain logs at the end), the
+# same is run scaled down, the first 20,000 source rows into the full target
+# (after RESET_SQL), to show where the time goes.
 merge_profile() {
-    local title=$1 dir out json total jit err sql
     merge_profile_lines=()
+    merge_profile_run "$1" "$merge_call"
+    merge_ok=$merge_run_ok
+    if [ "$merge_ok" = no ] && [ -n "${2:-}" ]; then
+        bench_psql >/dev/null <<SQL
+$2
+TRUNCATE src_small;
+INSERT INTO src_small SELECT * FROM src WHERE id <= 20000;
+VACUUM ANALYZE src_small;
+SQL
+        merge_profile_run "$1, scaled down: the first 20,000 source rows (\`src_small\`) into the full target" \
+            "SELECT * FROM idem.merge('t', '$merge_small_src')"
+    fi
+}
+merge_profile_run() {
+    local title=$1 call=$2 dir out json total jit err
     dir=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
-    merge_ok=yes
+    merge_run_ok=yes
     if ! bench_psql >"$dir/out" 2>"$dir/notices" <<SQL
 LOAD 'auto_explain';
 SET client_min_messages = notice;
@@ -210,25 +231,14 @@ SET auto_explain.log_analyze = on;
 SET auto_explain.log_buffers = on;
 SET auto_explain.log_format = json;
 SET statement_timeout = '${merge_timeout}s';
-$merge_call;
+$call;
 SQL
     then
-        merge_ok=no
+        merge_run_ok=no
         err=$(grep -m1 'ERROR:' "$dir/notices" | sed 's/^.*ERROR: */ERROR: /' || true)
-        # The failing statement: the SPI error context, 'SQL statement "..."',
-        # to the end of the output.
-        sql=$(awk 'on { print; next }
-                   /CONTEXT:  SQL statement "/ { on = 1; sub(/.*CONTEXT:  SQL statement "/, ""); print }' \
-              "$dir/notices" | sed '$ s/"$//')
         merge_profile_lines+=("" "#### idem.merge: $title"
             ""
-            "**idem.merge did not finish:** \`$err\` (limit: ${merge_timeout} s; BENCH_MERGE_TIMEOUT). It is left out of the timings."
-            "")
-        if [ -n "$sql" ]; then
-            printf 'EXPLAIN %s\n' "$sql" >"$dir/explain.sql"
-            merge_profile_lines+=("<details><summary>EXPLAIN (estimates only) of idem.merge's statement</summary>" "" '```'
-                "$(bench_psql -f "$dir/explain.sql" 2>&1 || true)" '```' "" "</details>")
-        fi
+            "**\`$call\` did not finish:** \`$err\` (limit: ${merge_timeout} s, BENCH_MERGE_TIMEOUT). Left out of the timings.")
         rm -rf "$dir"
         return 0
     fi
@@ -245,7 +255,7 @@ SQL
     jit=$(bench_psql -v plan="$json" <<<"SELECT coalesce(round(((:'plan')::jsonb->'JIT'->'Timing'->>'Total')::numeric), 0)")
     merge_profile_lines+=("" "#### Where idem.merge's time goes: $title"
         ""
-        "One untimed run under auto_explain (ANALYZE, per-node timing: slower than the timed runs). It returned \`$out\` (inserted|updated|deleted|unchanged|stale). Its statement's time per CTE: the CTE's own plan nodes plus writing its rows to its tuplestore (spilling to temp files past work_mem); the CTEs that read it pay for reading. Shares are of the statement's total."
+        "\`$call\`, one untimed run under auto_explain (ANALYZE, per-node timing: slower than the timed runs), returned \`$out\` (inserted|updated|deleted|unchanged|stale). Its statement's time per CTE: the CTE's own plan nodes plus writing its rows to its tuplestore (spilling to temp files past work_mem); the CTEs that read it pay for reading. Shares are of the statement's total."
         ""
         "| step | top plan node | est. rows | rows | ms | share | temp written |"
         "|---|---|---:|---:|---:|---:|---:|")
@@ -283,7 +293,7 @@ merge_goal() {
 # 1. First load into an empty target.
 say "first load: untimed idem.merge under auto_explain"
 bench_psql >/dev/null <<<"TRUNCATE t; CHECKPOINT;"
-merge_profile "first load"
+merge_profile "first load" "TRUNCATE t; CHECKPOINT;"
 report ""
 report "### 1. First load into an empty target"
 report ""
@@ -304,7 +314,7 @@ merge_profile_emit
 # so no reset between rounds.
 say "replay: restoring t; untimed idem.merge under auto_explain"
 bench_psql >/dev/null <<<"$restore_t"
-merge_profile "replay"
+merge_profile "replay" "$restore_t"
 report ""
 report "### 2. Replay of unchanged data (\`t\` already equals \`src\`)"
 report ""
@@ -386,7 +396,7 @@ SELECT id, CASE WHEN id % 10 = 0 THEN c1 + 1 ELSE c1 END, c2, c3, c4 FROM orig;
 VACUUM ANALYZE src;
 SQL
 bench_psql >/dev/null <<<"$restore_t"
-merge_profile "10% changed"
+merge_profile "10% changed" "$restore_t"
 report ""
 report "### 3. 10% of the rows changed"
 report ""

@@ -6,4 +6,6 @@
 \echo 'writes nothing; a real change is applied exactly once.'
 \echo 'idem.claim made a twice-delivered webhook fulfil its order once, in the'
 \echo 'same transaction as the fulfilment, and refused a key reused for another request.'
+\echo 'idem.run_once moved the data and the watermark together: a crash half-way left'
+\echo 'neither, and a duplicate retry did nothing.'
 \echo
