@@ -458,3 +458,13 @@ CREATE FUNCTION idem.gaps(job text, from_value anyelement, to_value anyelement, 
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.gaps(text, anyelement, anyelement, anyelement) IS
   'The windows [lo, lo + step) between from_value and to_value (integers, numerics) that are not done';
+
+-- ---------------------------------------------------------------------------
+-- The test that proves it: run it twice and compare checksums.
+CREATE FUNCTION idem.assert_rerun_safe(job text, tables regclass[], runs int DEFAULT 2,
+                                       exclude_columns text[] DEFAULT '{}', rollback boolean DEFAULT true)
+  RETURNS TABLE(run int, table_name regclass, row_count bigint, checksum text)
+  AS 'MODULE_PATHNAME', 'idem_assert_rerun_safe'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.assert_rerun_safe(text, regclass[], int, text[], boolean) IS
+  'Runs job (any SQL) several times and raises ID002 naming the first table a later run changed; with rollback (default) leaves the database as it was';

@@ -6,6 +6,7 @@
 #include "checksum.hpp"
 #include "keys.hpp"
 #include "merge.hpp"
+#include "rerun.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
 
@@ -60,6 +61,7 @@ PG_FUNCTION_INFO_V1(idem_run_once);
 PG_FUNCTION_INFO_V1(idem_mark_window);
 PG_FUNCTION_INFO_V1(idem_windows);
 PG_FUNCTION_INFO_V1(idem_gaps);
+PG_FUNCTION_INFO_V1(idem_assert_rerun_safe);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -352,6 +354,21 @@ Datum idem_gaps(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "job");
         pg_idempotent::gaps(fcinfo, *pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_value(fcinfo, 2),
                             pg::arg_value(fcinfo, 3));
+        return Datum(0);
+    });
+}
+
+Datum idem_assert_rerun_safe(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "job");
+        pg::require_arg(fcinfo, 1, "tables");
+        pg::require_arg(fcinfo, 2, "runs");
+        pg::require_arg(fcinfo, 3, "exclude_columns");
+        pg::require_arg(fcinfo, 4, "rollback");
+        pg_idempotent::assert_rerun_safe(fcinfo, *pg::arg_text(fcinfo, 0), pg::arg_oid_array(fcinfo, 1, "tables"),
+                                         *pg::arg_int4(fcinfo, 2), *pg::arg_text_array(fcinfo, 3, "exclude_columns"),
+                                         *pg::arg_bool(fcinfo, 4));
         return Datum(0);
     });
 }

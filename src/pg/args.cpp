@@ -72,6 +72,24 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
     return out;
 }
 
+std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const char* name)
+{
+    Datum* elems = nullptr;
+    bool* nulls = nullptr;
+    int count = 0;
+    pg_call([&] {
+        ArrayType* arr = PG_GETARG_ARRAYTYPE_P(n);
+        deconstruct_array(arr, ARR_ELEMTYPE(arr), sizeof(Oid), true, TYPALIGN_INT, &elems, &nulls, &count);
+    });
+    std::vector<std::uint32_t> out;
+    for (int i = 0; i < count; ++i) {
+        if (nulls[i])
+            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements");
+        out.push_back(DatumGetObjectId(elems[i]));
+    }
+    return out;
+}
+
 namespace {
 
 // The row type of the last record seen by this call site, kept in fn_extra

@@ -25,6 +25,9 @@ std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n);
 std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n,
                                                        const char* name);
 
+// A regclass[] / oid[] argument (NULL elements refused, 22004).
+std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const char* name);
+
 // The v1 row digest of a composite argument (a whole row).
 core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n);
 

@@ -3,7 +3,9 @@
 #include "pg/guard.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "catalog/pg_namespace.h"
+#include "utils/resowner.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
@@ -59,6 +61,29 @@ void with_lock_timeout(const std::string& value, const std::function<void()>& fn
     });
     fn();
     pg_call([&] { AtEOXact_GUC(true, level); });
+}
+
+void in_rolled_back_subtransaction(const std::function<void()>& fn)
+{
+    MemoryContext const cxt = CurrentMemoryContext;
+    ResourceOwner const owner = CurrentResourceOwner;
+    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(cxt);
+    auto roll_back = [&] {
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+    };
+    try {
+        fn();
+    } catch (...) {
+        // A PostgreSQL error was caught by pg_call (its state flushed): the
+        // subtransaction is rolled back here, as plpgsql's exception blocks
+        // do, and the error goes on to the caller.
+        roll_back();
+        throw;
+    }
+    roll_back();
 }
 
 std::uint32_t local_transaction_id() { return MyProc != nullptr ? MyProc->lxid : 0; }

@@ -27,6 +27,13 @@ void as_extension_owner(const std::function<void()>& fn);
 // afterwards, or by the abort on error, like a function's SET clause).
 void with_lock_timeout(const std::string& value, const std::function<void()>& fn);
 
+// Runs fn inside an internal subtransaction that is always rolled back
+// afterwards (also when fn throws, before the exception goes on): the
+// database is left as it was, except for what is not transactional
+// (sequences). The one sanctioned way to undo work in the caller's
+// transaction (house rule 4).
+void in_rolled_back_subtransaction(const std::function<void()>& fn);
+
 // An id of the current top-level transaction, for per-transaction caches.
 std::uint32_t local_transaction_id();
 

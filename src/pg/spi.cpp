@@ -350,8 +350,15 @@ void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& 
             for (int c = 0; c < natts; ++c) {
                 const auto& cell = row[static_cast<std::size_t>(c)];
                 nulls[c] = !cell.has_value();
-                values[c] = cell ? PointerGetDatum(cstring_to_text_with_len(cell->data(), static_cast<int>(cell->size())))
-                                 : Datum(0);
+                values[c] = Datum(0);
+                if (!cell)
+                    continue;
+                // Each column's own input function reads the text.
+                Form_pg_attribute att = TupleDescAttr(rsinfo->setDesc, c);
+                Oid input = InvalidOid;
+                Oid ioparam = InvalidOid;
+                getTypeInputInfo(att->atttypid, &input, &ioparam);
+                values[c] = OidInputFunctionCall(input, const_cast<char*>(cell->c_str()), ioparam, att->atttypmod);
             }
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         });

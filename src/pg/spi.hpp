@@ -87,8 +87,9 @@ private:
     bool connected_ = false;
 };
 
-// Returns rows of text columns (NULL = nullopt) as the result set of the
-// calling set-returning function; the declared columns must all be text.
+// Returns rows given as text (NULL = nullopt) as the result set of the
+// calling set-returning function; each cell is read by its declared column
+// type's input function (so pass settings-independent text: numbers, OIDs).
 void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows);
 
 // Runs caller SQL (as the caller) and returns its rows as a jsonb array of
