@@ -40,9 +40,21 @@ all install installcheck:
 	@echo "PostgreSQL 15 development files are missing: run 'make test' as root, or install postgresql-server-dev-15." >&2; exit 2
 endif
 
+# The command line tool (libpq), built and installed beside the module.
+CLI_SRCS = cli/pg_idempotent.cpp cli/options.cpp cli/database.cpp
+cli/pg_idempotent: $(CLI_SRCS) cli/options.hpp cli/database.hpp
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir) -o $@ $(CLI_SRCS) \
+		-L$(shell $(PG_CONFIG) --libdir) -lpq
+all: cli/pg_idempotent
+install: install-cli
+.PHONY: install-cli
+install-cli: cli/pg_idempotent
+	$(INSTALL_PROGRAM) cli/pg_idempotent '$(DESTDIR)$(bindir)/pg_idempotent'
+EXTRA_CLEAN += cli/pg_idempotent
+
 # Header dependencies (-MMD): a changed header rebuilds what includes it.
 -include $(OBJS:.o=.d)
-EXTRA_CLEAN = $(OBJS:.o=.d)
+EXTRA_CLEAN += $(OBJS:.o=.d)
 
 .PHONY: test demo bench unit
 test:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GoogleTest unit tests of the pure C++ core (src/core): no server needed.
+# GoogleTest unit tests of the pure C++ core (src/core) and the command line's
+# option parsing (cli/options.cpp): no server needed.
 # Builds into build/unit (gitignored) with Debian's libgtest-dev and runs the
 # binary; exits non-zero on a build or test failure. Extra arguments go to the
 # test binary (e.g. --gtest_filter=Multiset.*).
@@ -21,7 +22,7 @@ for lib in libgtest.a libgtest_main.a; do
 done
 
 "$CXX" -std=c++17 -Wall -Wextra -Werror -O2 -I src \
-    src/core/*.cpp test/unit/*.cpp \
+    -I cli src/core/*.cpp cli/options.cpp test/unit/*.cpp \
     "$GTEST_LIB/libgtest_main.a" "$GTEST_LIB/libgtest.a" -pthread \
     -o "$OUT/pg_idempotent_unit"
 

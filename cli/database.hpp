@@ -1,0 +1,38 @@
+// A small RAII wrapper around a libpq connection for the command line tool.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pg_idempotent::cli {
+
+// A database error: the message as libpq gives it.
+struct DbError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+using Cell = std::optional<std::string>;
+using Rows = std::vector<std::vector<Cell>>;
+
+class Database {
+public:
+    explicit Database(const std::string& conninfo);  // throws DbError
+    ~Database();
+    Database(const Database&) = delete;
+    Database& operator=(const Database&) = delete;
+
+    // Runs one statement with text parameters ($1...); throws DbError.
+    Rows query(const std::string& sql, const std::vector<Cell>& params = {});
+
+private:
+    PGconn* conn_ = nullptr;
+};
+
+// A PostgreSQL text[] literal of the given strings.
+std::string text_array(const std::vector<std::string>& items);
+
+}  // namespace pg_idempotent::cli

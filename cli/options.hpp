@@ -1,0 +1,27 @@
+// The command line of pg_idempotent, parsed into plain values (pure C++, no
+// libpq: unit-tested in test/unit/test_cli_options.cpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pg_idempotent::cli {
+
+struct Options {
+    enum class Command { kNone, kHelp, kRerun, kChecksum };
+    Command command = Command::kNone;
+    std::string conninfo;                     // -d; empty = the PG* environment
+    std::vector<std::string> tables;          // -t (rerun) or positional (checksum)
+    int runs = 2;
+    std::vector<std::string> exclude_columns;
+    bool json = false;
+    std::vector<std::string> job;             // after --
+};
+
+// Parses argv[1..]; on a usage error returns nullopt and sets error.
+std::optional<Options> parse(const std::vector<std::string>& args, std::string& error);
+
+extern const char* const kUsage;
+
+}  // namespace pg_idempotent::cli

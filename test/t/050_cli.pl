@@ -1,0 +1,113 @@
+# The pg_idempotent command line against a real server, with real external
+# jobs: a psql script that is rerun-safe, a shell script that appends, a job
+# that stamps now() (each run is its own transaction, so now() differs), a
+# failing command, a missing table; text and --json output; exit codes.
+use strict;
+use warnings;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $cli = '/usr/lib/postgresql/15/bin/pg_idempotent';
+ok(-x $cli, 'pg_idempotent is installed by make install');
+
+my $node = PostgreSQL::Test::Cluster->new('cli');
+$node->init;
+$node->start;
+$node->safe_psql('postgres', q{
+CREATE EXTENSION pg_idempotent;
+CREATE TABLE raw_orders (day date, store text, amount numeric);
+INSERT INTO raw_orders SELECT '2024-07-07', 'store ' || (g % 3), g FROM generate_series(1, 30) g;
+CREATE TABLE daily_sales (day date, store text, revenue numeric, loaded_at timestamptz,
+                          PRIMARY KEY (day, store));
+CREATE TABLE naive_sales (day date, store text, revenue numeric);
+});
+my $conninfo = $node->connstr('postgres');
+my $dir = PostgreSQL::Test::Utils::tempdir();
+
+# The jobs, as files a team would have.
+open my $fh, '>', "$dir/merge_job.sql" or die;
+print $fh q{SELECT * FROM idem.merge_query('daily_sales',
+  $$SELECT day, store, sum(amount) AS revenue, NULL::timestamptz AS loaded_at FROM raw_orders GROUP BY day, store$$);
+};
+close $fh;
+open $fh, '>', "$dir/stamp_job.sql" or die;
+print $fh q{SELECT * FROM idem.merge_query('daily_sales',
+  $$SELECT day, store, sum(amount) AS revenue, now() AS loaded_at FROM raw_orders GROUP BY day, store$$);
+};
+close $fh;
+open $fh, '>', "$dir/append_job.sh" or die;
+print $fh "#!/bin/sh\npsql -X -q -d \"\$1\" -c \"INSERT INTO naive_sales SELECT day, store, sum(amount) FROM raw_orders GROUP BY day, store\"\n";
+close $fh;
+chmod 0755, "$dir/append_job.sh";
+
+sub cli {
+	my @args = @_;
+	my ($stdout, $stderr);
+	IPC::Run::run([$cli, @args], '>', \$stdout, '2>', \$stderr);
+	return ($? >> 8, $stdout, $stderr);
+}
+
+my ($rc, $out, $err) = cli('--help');
+is($rc, 0, '--help exits 0');
+like($out, qr/Examples:.*rerun -d/s, '--help shows examples');
+
+# A rerun-safe psql script.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/merge_job.sql");
+is($rc, 0, 'a merge job is rerun-safe: exit 0');
+like($out, qr/^run 1\tdaily_sales\tv1:3:[0-9a-f]{32}$/m, 'one line per run and table');
+like($out, qr/^rerun-safe/m, 'says so');
+like($err, qr/run 2: checksumming daily_sales/, 'progress on stderr');
+
+# A shell script that appends: exit 1 with the rows that differ.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'naive_sales', '--runs', '3', '--', "$dir/append_job.sh", $conninfo);
+is($rc, 1, 'an appending job is not rerun-safe: exit 1');
+like($out, qr/NOT rerun-safe: run 2 changed naive_sales/, 'names the run and the table');
+like($out, qr/^\+ \{"day": "2024-07-07", "store": "store \d", "revenue": \d+\}$/m, 'shows a sample of the added rows');
+
+# A job that stamps now(): caught here because each run is its own transaction.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--json', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/stamp_job.sql");
+is($rc, 1, 'a job stamping now() is not rerun-safe: exit 1');
+my $doc = eval { decode_json($out) };
+ok($doc, '--json prints one JSON document') or diag($out);
+is($doc->{rerun_safe}, JSON::PP::false, 'rerun_safe is false');
+is($doc->{difference}{table}, 'daily_sales', 'the difference names the table');
+is(scalar @{ $doc->{difference}{added} }, 3, 'three rows re-stamped in run 2');
+is(scalar @{ $doc->{checksums} }, 2, 'a checksum per run and table');
+# ...and passes once loaded_at is excluded.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--exclude-column', 'loaded_at', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/stamp_job.sql");
+is($rc, 0, 'with --exclude-column loaded_at the stamping job passes');
+
+# Exit 2: usage, a missing table, a failing command, no server.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales');
+is($rc, 2, 'no command: exit 2');
+like($err, qr/needs the job's command after --/, 'usage error explained');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'no_such_table', '--', 'true');
+is($rc, 2, 'a missing table: exit 2');
+like($err, qr/table "no_such_table": ERROR:  relation "no_such_table" does not exist/, 'names the table');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--', 'sh', '-c', 'exit 7');
+is($rc, 2, 'a failing command: exit 2');
+like($err, qr/run 1: the command failed with exit status 7/, 'shows its exit status');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--runs', '1', '--', 'true');
+is($rc, 2, '--runs 1: exit 2');
+($rc, $out, $err) = cli('checksum', '-d', 'host=/nonexistent port=1 dbname=x', 'daily_sales');
+is($rc, 2, 'no server: exit 2');
+like($err, qr/could not connect/, 'says it could not connect');
+
+# checksum, by conninfo and through the PG* environment.
+($rc, $out, $err) = cli('checksum', '-d', $conninfo, 'daily_sales', 'naive_sales');
+is($rc, 0, 'checksum exits 0');
+my $expected = $node->safe_psql('postgres', q{SELECT 'daily_sales' || chr(9) || idem.checksum('daily_sales')});
+like($out, qr/^\Q$expected\E$/m, 'checksum prints what idem.checksum returns');
+{
+	local %ENV = %ENV;
+	$ENV{PGHOST} = $node->host;
+	$ENV{PGPORT} = $node->port;
+	$ENV{PGDATABASE} = 'postgres';
+	($rc, $out, $err) = cli('checksum', '--json', 'daily_sales');
+	is($rc, 0, 'connects through the PG* environment');
+	my $j = decode_json($out);
+	is($j->{checksums}[0]{table}, 'daily_sales', 'checksum --json names the table');
+}
+done_testing();
