@@ -468,3 +468,60 @@ CREATE FUNCTION idem.assert_rerun_safe(job text, tables regclass[], runs int DEF
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.assert_rerun_safe(text, regclass[], int, text[], boolean) IS
   'Runs job (any SQL) several times and raises ID002 naming the first table a later run changed; with rollback (default) leaves the database as it was';
+
+-- ---------------------------------------------------------------------------
+-- Family 4: immutable versions behind a view. A dataset is a view (schema +
+-- name); each version is a table <name>__v<n> in the same schema, built once
+-- and never written again; publish flips the view in the caller's
+-- transaction.
+CREATE TABLE idem.datasets (
+  schema_name text NOT NULL,
+  view_name text NOT NULL,
+  current_version int,
+  next_version int NOT NULL DEFAULT 1,
+  flipped_at timestamptz,
+  PRIMARY KEY (schema_name, view_name)
+);
+REVOKE ALL ON idem.datasets FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.datasets', '');
+COMMENT ON TABLE idem.datasets IS 'Published datasets: the view, its current version and the next version number';
+
+CREATE TABLE idem.dataset_versions (
+  schema_name text NOT NULL,
+  view_name text NOT NULL,
+  version int NOT NULL,
+  relation regclass NOT NULL,
+  row_count bigint NOT NULL,
+  checksum text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+  pinned boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (schema_name, view_name, version)
+);
+REVOKE ALL ON idem.dataset_versions FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.dataset_versions', '');
+COMMENT ON TABLE idem.dataset_versions IS 'The kept versions of each dataset: their table, row count and v1 checksum';
+
+CREATE FUNCTION idem.publish(dataset text, query text, keep int DEFAULT 5, audit text DEFAULT NULL,
+                             lock_timeout interval DEFAULT NULL) RETURNS int
+  AS 'MODULE_PATHNAME', 'idem_publish'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.publish(text, text, int, text, interval) IS
+  'Builds an immutable version of the dataset from query, audits it, and flips the view to it in this transaction; the same content publishes nothing';
+
+CREATE FUNCTION idem.rollback(dataset text, version int DEFAULT NULL, lock_timeout interval DEFAULT NULL) RETURNS int
+  AS 'MODULE_PATHNAME', 'idem_rollback'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.rollback(text, int, interval) IS
+  'Flips the dataset''s view back to the previous (or the given) kept version';
+
+CREATE FUNCTION idem.versions(dataset text)
+  RETURNS TABLE(version int, relation regclass, row_count bigint, checksum text,
+                created_at timestamptz, is_current boolean, pinned boolean)
+  AS 'MODULE_PATHNAME', 'idem_versions'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.versions(text) IS 'The kept versions of a dataset';
+
+CREATE FUNCTION idem.pin(dataset text, version int, pinned boolean DEFAULT true) RETURNS void
+  AS 'MODULE_PATHNAME', 'idem_pin'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.pin(text, int, boolean) IS 'Pins (or unpins) a version so that retention keeps it';

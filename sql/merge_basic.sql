@@ -153,3 +153,15 @@ SELECT * FROM idem.merge_query('m_snap', 'SELECT 1 AS id, ''x'' AS region, 1 AS 
 SELECT count(*) AS now_empty FROM m_snap;
 -- An empty source without delete_missing is simply nothing to do.
 SELECT * FROM idem.merge_query('m_snap', 'SELECT 1 AS id, ''x'' AS region, 1 AS v WHERE false');
+
+-- A source table unique on the key (its primary key) is not copied or
+-- deduplicated: the checks that cannot fail are left out of the statement.
+CREATE TABLE m_pk_source (id int PRIMARY KEY, name text);
+INSERT INTO m_pk_source SELECT g, 'pk ' || g FROM generate_series(1, 50) g;
+CREATE TABLE m_pk_target (id int PRIMARY KEY, name text);
+SELECT * FROM idem.merge('m_pk_target', 'm_pk_source');
+SELECT * FROM idem.merge('m_pk_target', 'm_pk_source');
+UPDATE m_pk_source SET name = 'changed' WHERE id % 10 = 0;
+SELECT * FROM idem.merge('m_pk_target', 'm_pk_source', dry_run => true);
+SELECT * FROM idem.merge('m_pk_target', 'm_pk_source');
+SELECT idem.checksum('m_pk_target') = idem.checksum('m_pk_source') AS converged;

@@ -6,6 +6,7 @@
 #include "checksum.hpp"
 #include "keys.hpp"
 #include "merge.hpp"
+#include "publish.hpp"
 #include "rerun.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
@@ -62,6 +63,10 @@ PG_FUNCTION_INFO_V1(idem_mark_window);
 PG_FUNCTION_INFO_V1(idem_windows);
 PG_FUNCTION_INFO_V1(idem_gaps);
 PG_FUNCTION_INFO_V1(idem_assert_rerun_safe);
+PG_FUNCTION_INFO_V1(idem_publish);
+PG_FUNCTION_INFO_V1(idem_rollback);
+PG_FUNCTION_INFO_V1(idem_versions);
+PG_FUNCTION_INFO_V1(idem_pin);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -370,6 +375,47 @@ Datum idem_assert_rerun_safe(PG_FUNCTION_ARGS)
                                          *pg::arg_int4(fcinfo, 2), *pg::arg_text_array(fcinfo, 3, "exclude_columns"),
                                          *pg::arg_bool(fcinfo, 4));
         return Datum(0);
+    });
+}
+
+Datum idem_publish(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        pg::require_arg(fcinfo, 1, "query");
+        pg::require_arg(fcinfo, 2, "keep");
+        return Int32GetDatum(pg_idempotent::publish(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1),
+                                                    *pg::arg_int4(fcinfo, 2), pg::arg_text(fcinfo, 3),
+                                                    pg::arg_interval_text(fcinfo, 4)));
+    });
+}
+
+Datum idem_rollback(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        return Int32GetDatum(pg_idempotent::rollback(*pg::arg_text(fcinfo, 0), pg::arg_int4(fcinfo, 1),
+                                                     pg::arg_interval_text(fcinfo, 2)));
+    });
+}
+
+Datum idem_versions(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        pg_idempotent::versions(fcinfo, *pg::arg_text(fcinfo, 0));
+        return Datum(0);
+    });
+}
+
+Datum idem_pin(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        pg::require_arg(fcinfo, 1, "version");
+        pg::require_arg(fcinfo, 2, "pinned");
+        pg_idempotent::pin(*pg::arg_text(fcinfo, 0), *pg::arg_int4(fcinfo, 1), *pg::arg_bool(fcinfo, 2));
+        PG_RETURN_VOID();
     });
 }
 

@@ -88,7 +88,11 @@ std::string build_merge_sql(const MergeSpec& s)
         }
         if (deletes)
             cols.push_back("CAST(s." + *s.delete_column + " AS pg_catalog.bool) AS " + kDeleteFlag);
-        sql += "src AS MATERIALIZED (SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s),\n";
+        // A source known unique on the key (a table with such an index) is
+        // not copied: inlined, the planner can join it to the target through
+        // both indexes, as a hand-written MERGE would.
+        sql += std::string("src AS ") + (s.check_duplicates ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
+               join(cols) + " FROM (" + s.source_sql + "\n) AS s),\n";
     }
 
     // stats and dups: what the checks need.
@@ -157,7 +161,10 @@ std::string build_merge_sql(const MergeSpec& s)
                  "'An empty snapshot usually means a failed extract.', "
                  "'Pass allow_empty => true if the source is really empty.')\n";
         }
-        c += " ELSE true END AS ok FROM stats st),\n";
+        if (c.find(" WHEN ") == std::string::npos)
+            c = "checks AS MATERIALIZED (SELECT true AS ok),\n";  // nothing to check: stats is never read
+        else
+            c += " ELSE true END AS ok FROM stats st),\n";
         sql += c;
     }
 
@@ -167,7 +174,7 @@ std::string build_merge_sql(const MergeSpec& s)
         sql += "dedup AS MATERIALIZED (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) ORDER BY " +
                k + (versioned ? ", " + s.version->name + " DESC" : "") + "),\n";
     } else {
-        sql += "dedup AS MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks)),\n";
+        sql += "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks)),\n";
     }
 
     // plan: each source key's action.
@@ -272,7 +279,9 @@ std::string build_merge_sql(const MergeSpec& s)
 
     // Rows to update or delete are locked in key order first, so that two
     // merges over overlapping keys queue instead of deadlocking.
-    sql += "lck AS (SELECT " + key_list(s, "t") + " FROM " + s.target + " AS t JOIN todo p ON " +
+    // lck returns the planned rows it locked, so the UPDATE and DELETE below
+    // join the target through them alone (one CTE scan, index look-ups).
+    sql += "lck AS MATERIALIZED (SELECT p.* FROM " + s.target + " AS t JOIN todo p ON " +
            keys_match(s, "t", "p") + " WHERE p." + std::string(kAction) +
            " OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY " + key_list(s, "t") +
            " FOR UPDATE OF t),\n";
@@ -289,17 +298,16 @@ std::string build_merge_sql(const MergeSpec& s)
         const std::string newer_guard =
             versioned ? " AND NOT (p." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")" : "";
         sql += "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
-               ") FROM (SELECT p.* FROM lck l JOIN todo p ON " + keys_match(s, "l", "p") + " WHERE " +
-               action_is("p", kUpdate) + ") AS p WHERE " + keys_match(s, "t", "p") + newer_guard + " RETURNING 1),\n";
+               ") FROM lck AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + newer_guard +
+               " RETURNING 1),\n";
     } else {
         sql += "upd AS (SELECT 1 WHERE false),\n";
     }
     if (deletes) {
         const std::string newer_guard =
             versioned ? " AND NOT (p." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")" : "";
-        sql += "del AS (DELETE FROM " + s.target + " AS t USING (SELECT p.* FROM lck l JOIN todo p ON " +
-               keys_match(s, "l", "p") + " WHERE " + action_is("p", kDelete) + ") AS p WHERE " +
-               keys_match(s, "t", "p") + newer_guard + " RETURNING 1),\n";
+        sql += "del AS (DELETE FROM " + s.target + " AS t USING lck AS p WHERE " + action_is("p", kDelete) +
+               " AND " + keys_match(s, "t", "p") + newer_guard + " RETURNING 1),\n";
     } else {
         sql += "del AS (SELECT 1 WHERE false),\n";
     }

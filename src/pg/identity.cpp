@@ -86,6 +86,41 @@ void in_rolled_back_subtransaction(const std::function<void()>& fn)
     roll_back();
 }
 
+bool try_in_subtransaction(const std::function<void()>& fn, std::string* error)
+{
+    MemoryContext const cxt = CurrentMemoryContext;
+    ResourceOwner const owner = CurrentResourceOwner;
+    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(cxt);
+    try {
+        fn();
+    } catch (PgError& e) {
+        if (error != nullptr)
+            *error = e.data()->message != nullptr ? e.data()->message : "";
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+        return false;
+    } catch (...) {
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+        throw;
+    }
+    pg_call([] { ReleaseCurrentSubTransaction(); });
+    MemoryContextSwitchTo(cxt);
+    CurrentResourceOwner = owner;
+    return true;
+}
+
+void warning(const std::string& message, const std::string& detail)
+{
+    pg_call([&] {
+        ereport(WARNING, (errmsg_internal("%s", message.c_str()),
+                          detail.empty() ? 0 : errdetail_internal("%s", detail.c_str())));
+    });
+}
+
 std::uint32_t local_transaction_id() { return MyProc != nullptr ? MyProc->lxid : 0; }
 
 }  // namespace pg_idempotent::pg

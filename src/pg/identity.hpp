@@ -34,6 +34,15 @@ void with_lock_timeout(const std::string& value, const std::function<void()>& fn
 // transaction (house rule 4).
 void in_rolled_back_subtransaction(const std::function<void()>& fn);
 
+// Runs fn in an internal subtransaction: released when fn succeeds; rolled
+// back when fn raises a PostgreSQL error, which is then swallowed (house rule
+// 4: only ever inside such a subtransaction) and described in *error.
+// Returns whether fn succeeded. C++ exceptions other than PgError go on.
+bool try_in_subtransaction(const std::function<void()>& fn, std::string* error);
+
+// Sends a WARNING to the client (it does not interrupt anything).
+void warning(const std::string& message, const std::string& detail = {});
+
 // An id of the current top-level transaction, for per-transaction caches.
 std::uint32_t local_transaction_id();
 

@@ -1,0 +1,211 @@
+# Sourced by bench/run.sh (bench/lib.sh loaded, PGDATABASE has the extension).
+#
+# idem.claim throughput under pgbench (8 clients, 2 pgbench threads), against
+# a bare INSERT ... ON CONFLICT DO NOTHING into an equivalent table:
+#   - bare_keys (scope text, key text, PRIMARY KEY (scope, key)): the simple
+#     equivalent, the main comparison (goal: claim >= 0.8x its tps);
+#   - bare_full (LIKE idem.keys INCLUDING ALL): same columns, primary key on
+#     (scope, key_hash) and age index as idem.keys, filled with the same row
+#     claim writes: what the INSERT alone costs, without claim's checks.
+# Two suites: fresh keys (every transaction a new key), and 50% duplicates
+# (half the transactions draw one of BENCH_KEYS_DUP_N already claimed keys,
+# the other half a fresh one, so the share stays 50% for the whole run).
+# Every run starts from the same state (untimed): its table truncated (and,
+# for duplicates, the pre-claimed keys reloaded), VACUUM ANALYZE, CHECKPOINT.
+# Runs alternate between the variants, the start rotating every round; the
+# figures are medians over the rounds of pgbench's tps (without initial
+# connection time) and of each run's median transaction latency.
+#
+# BENCH_KEYS_ROUNDS (default 5) timed rounds of BENCH_KEYS_SECONDS (default
+# 8) seconds per variant, after BENCH_WARMUP warm-up rounds of 3 seconds;
+# BENCH_KEYS_PROTOCOL (default prepared) is pgbench's -M. About 5 minutes
+# on 2 cores.
+
+keys_rounds=${BENCH_KEYS_ROUNDS:-5}
+keys_seconds=${BENCH_KEYS_SECONDS:-8}
+keys_warmup_seconds=3
+keys_protocol=${BENCH_KEYS_PROTOCOL:-prepared}
+keys_clients=8
+keys_threads=2
+keys_dup_n=${BENCH_KEYS_DUP_N:-100000}
+keys_pgbench=$PGBIN/pgbench
+[ -x "$keys_pgbench" ] || keys_pgbench=$(command -v pgbench)
+
+keys_dir=$(mktemp -d /tmp/pg_idempotent-bench-keys.XXXXXX)
+
+# No autovacuum while this runs: an insert-triggered worker would compete for
+# the 2 cores mid-run. Every run starts from a VACUUMed table instead.
+# Restored at the end.
+bench_psql >/dev/null <<'SQL'
+ALTER SYSTEM SET autovacuum = off;
+SELECT pg_reload_conf();
+SQL
+
+bench_psql <<'SQL'
+CREATE TABLE bare_keys (scope text, key text, PRIMARY KEY (scope, key));
+CREATE TABLE bare_full (LIKE idem.keys INCLUDING ALL);
+SQL
+
+# The key expressions: fresh keys are unique per run (:run), client and
+# transaction (random in 1..1e9: a repeat within a run is negligible);
+# duplicates are 'd-1' .. 'd-N', claimed before the run.
+keys_fresh="'f' || :run || '-' || :client_id || '-' || :k"
+keys_dup="'d-' || :k"
+
+# keys_statement VARIANT KEYEXPR: the SQL of one transaction.
+keys_statement() {
+    case $1 in
+        claim) echo "SELECT idem.claim($2);" ;;
+        bare)  echo "INSERT INTO bare_keys VALUES ('default', $2) ON CONFLICT DO NOTHING;" ;;
+        full)  echo "INSERT INTO bare_full (scope, key_hash, key, fingerprint, state, lease, claimed_at, lease_until, claimed_by) VALUES ('default', md5($2)::uuid, $2, NULL, 'done', NULL, now(), NULL, pg_current_xact_id()) ON CONFLICT DO NOTHING;" ;;
+    esac
+}
+
+keys_table() {
+    case $1 in claim) echo idem.keys ;; bare) echo bare_keys ;; full) echo bare_full ;; esac
+}
+
+# The pre-claimed keys of the duplicate suite, written the way each variant
+# writes them (claim through idem.claim_many).
+keys_preload() {
+    case $1 in
+        claim) echo "SELECT count(*) FROM idem.claim_many(ARRAY(SELECT 'd-' || g FROM generate_series(1, $keys_dup_n) g));" ;;
+        bare)  echo "INSERT INTO bare_keys SELECT 'default', 'd-' || g FROM generate_series(1, $keys_dup_n) g;" ;;
+        full)  echo "INSERT INTO bare_full (scope, key_hash, key, state, claimed_at, claimed_by) SELECT 'default', md5('d-' || g)::uuid, 'd-' || g, 'done', now(), pg_current_xact_id() FROM generate_series(1, $keys_dup_n) g;" ;;
+    esac
+}
+
+# keys_write_scripts SUITE: the pgbench script files $keys_dir/SUITE.VARIANT.sql.
+keys_write_scripts() {
+    local suite=$1 v
+    for v in claim bare full; do
+        case $suite in
+            fresh)
+                printf '%s\n' '\set k random(1, 1000000000)' "$(keys_statement "$v" "$keys_fresh")" ;;
+            dup)
+                printf '%s\n' '\set d random(0, 1)' '\if :d = 1' \
+                    "\\set k random(1, $keys_dup_n)" "$(keys_statement "$v" "$keys_dup")" \
+                    '\else' '\set k random(1, 1000000000)' "$(keys_statement "$v" "$keys_fresh")" '\endif' ;;
+        esac >"$keys_dir/$suite.$v.sql"
+    done
+}
+
+# keys_reset SUITE VARIANT: the state every run of VARIANT starts from.
+keys_reset() {
+    local table
+    table=$(keys_table "$2")
+    {
+        echo "TRUNCATE $table;"
+        [ "$1" = dup ] && keys_preload "$2"
+        echo "VACUUM ANALYZE $table;"
+        echo "CHECKPOINT;"
+    } | bench_psql >/dev/null
+}
+
+keys_count() {
+    bench_psql -c "SELECT count(*) FROM $(keys_table "$1")"
+}
+
+# keys_run SUITE VARIANT RUN SECONDS: one pgbench run from a fresh state; sets
+# KEYS_TPS, KEYS_P50_MS (median latency of the logged transactions, a 10%
+# sample), KEYS_NEW (rows added per transaction).
+keys_run() {
+    local suite=$1 v=$2 run=$3 secs=$4 out before after xacts
+    keys_reset "$suite" "$v"
+    before=$(keys_count "$v")
+    rm -f "$keys_dir"/log.*
+    if ! out=$("$keys_pgbench" -n -M "$keys_protocol" -c "$keys_clients" -j "$keys_threads" -T "$secs" \
+            -D run="$run" -f "$keys_dir/$suite.$v.sql" \
+            -l --sampling-rate=0.1 --log-prefix="$keys_dir/log" 2>&1); then
+        echo "keys: pgbench failed ($suite $v):" >&2; echo "$out" >&2; return 1
+    fi
+    after=$(keys_count "$v")
+    KEYS_TPS=$(awk '/^tps = .*without initial connection time/ { printf "%.0f", $3 }' <<<"$out")
+    xacts=$(awk '/^number of transactions actually processed:/ { print $NF }' <<<"$out")
+    if [ -z "$KEYS_TPS" ] || [ -z "$xacts" ] || [ "$xacts" -eq 0 ] ||
+       grep -q '^number of failed transactions: [1-9]' <<<"$out"; then
+        echo "keys: pgbench run without a usable result ($suite $v):" >&2; echo "$out" >&2; return 1
+    fi
+    KEYS_P50_MS=$(cat "$keys_dir"/log.* | awk '{ print $3 }' | sort -n |
+        awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.2f", m / 1000 }')
+    KEYS_NEW=$(awk -v a="$after" -v b="$before" -v x="$xacts" 'BEGIN { printf "%.2f", (a - b) / x }')
+}
+
+# keys_median N...: the median of the numbers.
+keys_median() {
+    printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m }'
+}
+
+keys_minmax() {
+    printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo, hi }'
+}
+
+# keys_suite SUITE TITLE: warm-up, interleaved rounds, the table; sets
+# KEYS_MEDIAN_TPS[VARIANT].
+declare -A KEYS_MEDIAN_TPS=()
+keys_run_no=0
+keys_suite() {
+    local suite=$1 variants=(claim bare full) n=3 r k i v
+    local -A tps=() p50=() new=()
+    keys_write_scripts "$suite"
+    say "keys $suite: $n variants, $BENCH_WARMUP warm-up round(s) of ${keys_warmup_seconds}s + $keys_rounds rounds of ${keys_seconds}s"
+    for ((r = 1 - BENCH_WARMUP; r <= keys_rounds; r++)); do
+        for ((k = 0; k < n; k++)); do
+            i=$(( (k + r + n * 1000) % n ))
+            v=${variants[i]}
+            keys_run_no=$((keys_run_no + 1))
+            if [ "$r" -lt 1 ]; then
+                keys_run "$suite" "$v" "$keys_run_no" "$keys_warmup_seconds"
+                continue
+            fi
+            keys_run "$suite" "$v" "$keys_run_no" "$keys_seconds"
+            say "round $r $v: $KEYS_TPS tps, p50 $KEYS_P50_MS ms, $KEYS_NEW new rows/xact"
+            tps[$v]+="$KEYS_TPS "; p50[$v]+="$KEYS_P50_MS "; new[$v]+="$KEYS_NEW "
+        done
+    done
+
+    report ""
+    report "### $2"
+    report ""
+    report "| variant | statement | median tps | min tps | max tps | p50 latency ms | new rows / xact | median tps / bare |"
+    report "|---|---|---:|---:|---:|---:|---:|---:|"
+    local med lo hi stmt
+    for v in "${variants[@]}"; do
+        # shellcheck disable=SC2086
+        KEYS_MEDIAN_TPS[$v]=$(keys_median ${tps[$v]})
+    done
+    for v in "${variants[@]}"; do
+        # shellcheck disable=SC2086
+        read -r lo hi < <(keys_minmax ${tps[$v]})
+        med=${KEYS_MEDIAN_TPS[$v]}
+        stmt=$(keys_statement "$v" "$([ "$suite" = dup ] && echo "KEY" || echo "$keys_fresh")")
+        # shellcheck disable=SC2086
+        report "| $v | \`${stmt%;}\` | $med | $lo | $hi | $(keys_median ${p50[$v]}) | $(keys_median ${new[$v]}) | $(bench_ratio "$med" "${KEYS_MEDIAN_TPS[bare]}")x |"
+    done
+    report ""
+    report "Samples per variant: $keys_rounds timed runs of ${keys_seconds}s after $BENCH_WARMUP warm-up run(s) of ${keys_warmup_seconds}s; p50 latency: median over the runs of each run's median transaction latency (pgbench -l, 10% sample); new rows / xact: rows the run added to its table per transaction (1.00 = every key fresh)."
+}
+
+report ""
+report "pgbench $("$keys_pgbench" --version | awk '{ print $3 }'): \`-n -M $keys_protocol -c $keys_clients -j $keys_threads -T $keys_seconds\`, one statement per transaction, over the Unix socket; pgbench shares the $(nproc) CPU(s) with the server. Autovacuum off; every run starts from its table truncated (duplicates: ${keys_dup_n} keys pre-claimed), VACUUM ANALYZEd, after a CHECKPOINT. Runs alternate between the variants, rotating which goes first each round."
+report ""
+report "- \`claim\`: \`idem.claim(key)\` with the defaults (scope 'default', no fingerprint, no lease), as superuser"
+report "- \`bare\`: the equivalent table of the goal, \`bare_keys (scope text, key text, PRIMARY KEY (scope, key))\`"
+report "- \`full\`: \`bare_full (LIKE idem.keys INCLUDING ALL)\`: idem.keys' 12 columns, primary key (scope, key_hash uuid) and age index, written with the row claim writes; the cost of the INSERT alone"
+
+keys_suite fresh "Fresh keys: every transaction claims a new key"
+keys_fresh_claim=${KEYS_MEDIAN_TPS[claim]} keys_fresh_bare=${KEYS_MEDIAN_TPS[bare]} keys_fresh_full=${KEYS_MEDIAN_TPS[full]}
+keys_suite dup "50% duplicates: half the transactions claim one of ${keys_dup_n} keys claimed before the run (KEY = \`'d-' || random(1, ${keys_dup_n})\`), half a fresh one"
+keys_dup_claim=${KEYS_MEDIAN_TPS[claim]} keys_dup_bare=${KEYS_MEDIAN_TPS[bare]} keys_dup_full=${KEYS_MEDIAN_TPS[full]}
+
+bench_goal_begin
+bench_goal "claim tps / bare INSERT tps, fresh keys" "$(bench_ratio "$keys_fresh_claim" "$keys_fresh_bare")" ">=" 0.8 x
+bench_goal "claim tps / bare INSERT tps, 50% duplicates" "$(bench_ratio "$keys_dup_claim" "$keys_dup_bare")" ">=" 0.8 x
+report ""
+report "Against \`full\` (same row as idem.keys, not a goal): claim at $(bench_ratio "$keys_fresh_claim" "$keys_fresh_full")x its tps with fresh keys, $(bench_ratio "$keys_dup_claim" "$keys_dup_full")x with 50% duplicates."
+
+bench_psql >/dev/null <<'SQL'
+ALTER SYSTEM RESET autovacuum;
+SELECT pg_reload_conf();
+SQL
+rm -rf "$keys_dir"

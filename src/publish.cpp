@@ -1,0 +1,345 @@
+#include "publish.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/sql_text.hpp"
+#include "pg/catalog.hpp"
+#include "pg/errors.hpp"
+#include "pg/identity.hpp"
+#include "pg/spi.hpp"
+#include "usage.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::Param;
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+const char* const kDatasetWhat = "the dataset";
+constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1
+
+struct Dataset {
+    std::string schema;
+    std::string name;
+    std::string qualified;  // quoted
+    std::string display;    // schema.name
+};
+
+Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
+{
+    if (dataset.empty())
+        throw UserError(sqlstate::kInvalidParameterValue, "dataset must not be empty");
+    // parse_ident understands quoting exactly as the parser does; a bare name
+    // lands in the caller's current schema, like CREATE VIEW would.
+    auto r = spi.query("SELECT p[1], p[2], pg_catalog.array_length(p, 1)::pg_catalog.text, pg_catalog.current_schema()"
+                       " FROM pg_catalog.parse_ident($1) AS p",
+                       {Param::of_text(dataset)});
+    const auto& row = r.rows.at(0);
+    const int parts = std::stoi(row[2].value_or("0"));
+    Dataset d;
+    if (parts == 1) {
+        if (!row[3])
+            throw UserError("3F000", "no schema has been selected to create the dataset in",
+                            {}, "Qualify the dataset name with its schema.");
+        d.schema = *row[3];
+        d.name = row[0].value_or("");
+    } else if (parts == 2) {
+        d.schema = row[0].value_or("");
+        d.name = row[1].value_or("");
+    } else {
+        throw UserError("42602", "dataset name \"" + dataset + "\" has too many dots",
+                        {}, "Name the view as view or schema.view.");
+    }
+    d.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(d.name);
+    d.display = d.schema + "." + d.name;
+    return d;
+}
+
+// "<name>__v<n>", the name cut (on a character boundary) so that the whole
+// stays within 63 bytes.
+std::string version_table_name(const std::string& name, int version)
+{
+    const std::string suffix = "__v" + std::to_string(version);
+    std::string base = name;
+    const std::size_t limit = kMaxIdentifierBytes - suffix.size();
+    if (base.size() > limit) {
+        std::size_t cut = limit;
+        while (cut > 0 && (static_cast<unsigned char>(base[cut]) & 0xC0) == 0x80)
+            --cut;  // do not split a UTF-8 character
+        base.resize(cut);
+    }
+    return base + suffix;
+}
+
+struct State {
+    std::optional<int> current;
+    int next = 1;
+};
+
+// The dataset's row, created if missing and locked for the rest of the
+// transaction: concurrent publishers of one dataset queue here.
+State lock_state(pg::SpiSession& spi, const Dataset& d)
+{
+    State s;
+    pg::as_extension_owner([&] {
+        spi.query_saved("INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
+                        " ON CONFLICT (schema_name, view_name) DO NOTHING",
+                        {Param::of_text(d.schema), Param::of_text(d.name)});
+        auto r = spi.query_saved("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text"
+                                 " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
+                                 " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
+                                 {Param::of_text(d.schema), Param::of_text(d.name)});
+        if (r.rows.at(0)[0])
+            s.current = std::stoi(*r.rows[0][0]);
+        s.next = std::stoi(r.rows[0][1].value_or("1"));
+    });
+    return s;
+}
+
+struct Version {
+    int number;
+    std::uint32_t relation;
+    std::string checksum;
+    bool pinned;
+};
+
+std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
+{
+    std::vector<Version> out;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved("SELECT version::pg_catalog.text, relation::pg_catalog.oid::pg_catalog.text, checksum,"
+                                 " pinned::pg_catalog.text FROM idem.dataset_versions"
+                                 " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
+                                 " ORDER BY version",
+                                 {Param::of_text(d.schema), Param::of_text(d.name)});
+        for (const auto& row : r.rows)
+            out.push_back(Version{std::stoi(row[0].value_or("0")),
+                                  static_cast<std::uint32_t>(std::stoul(row[1].value_or("0"))), row[2].value_or(""),
+                                  row[3] == std::optional<std::string>("true")});
+    });
+    return out;
+}
+
+std::string lock_timeout_ms(pg::SpiSession& spi, const std::string& interval)
+{
+    auto r = spi.query("SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
+                       " THEN pg_catalog.ceil(pg_catalog.extract(epoch FROM $1::pg_catalog.interval)"
+                       " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
+                       {Param::of_text(interval)});
+    if (!r.rows.at(0)[0])
+        throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval",
+                        {}, "Pass NULL to keep the session's own lock_timeout.");
+    return *r.rows[0][0] + "ms";
+}
+
+// Points the view at a version table: the only change readers ever see.
+// CREATE OR REPLACE VIEW keeps the view's OID, grants, comments and the
+// views that depend on it; it takes the view's ACCESS EXCLUSIVE lock.
+void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
+          const std::optional<std::string>& lock_timeout)
+{
+    const pg::Relation table = pg::describe_relation(version_table);
+    std::vector<std::string> cols;
+    for (const auto& c : table.columns)
+        cols.push_back(pg::quote_ident(c.name));
+    auto existing = spi.query("SELECT c.relkind::pg_catalog.text FROM pg_catalog.pg_class c"
+                              " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+                              " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
+                              {Param::of_text(d.schema), Param::of_text(d.name)});
+    if (!existing.rows.empty() && existing.rows[0][0] != std::optional<std::string>("v"))
+        throw UserError(sqlstate::kWrongObjectType, "\"" + d.display + "\" exists and is not a view",
+                        "A dataset is the view readers query; publish creates and replaces it.");
+    const std::string sql = "CREATE OR REPLACE VIEW " + d.qualified + " AS " + core::select_columns(cols, table.qualified);
+    auto run = [&] {
+        try {
+            spi.execute(sql);
+        } catch (pg::PgError& e) {
+            if (pg::error_sqlstate(e) != "42P16")
+                throw;
+            throw UserError("42P16",
+                            "the new version of dataset \"" + d.display + "\" removes, renames or retypes a column",
+                            "A version may append columns; the view readers query cannot lose or change one.",
+                            "Keep the old columns (add new ones at the end), or drop the view and its dependents first.");
+        }
+    };
+    if (lock_timeout)
+        pg::with_lock_timeout(lock_timeout_ms(spi, *lock_timeout), run);
+    else
+        run();
+}
+
+void set_current(pg::SpiSession& spi, const Dataset& d, int version, std::optional<int> next)
+{
+    pg::as_extension_owner([&] {
+        spi.query_saved("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
+                        " next_version = COALESCE($4::pg_catalog.int4, next_version), flipped_at = pg_catalog.now()"
+                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                         next ? Param::of_int4(*next) : Param::of_text(std::nullopt)});
+    });
+}
+
+// Keeps the newest `keep`, the pinned and the current version; drops the
+// rest. A version another object depends on is kept, with a WARNING.
+void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
+{
+    auto all = load_versions(spi, d);
+    std::sort(all.begin(), all.end(), [](const Version& a, const Version& b) { return a.number > b.number; });
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const Version& v = all[i];
+        if (i < static_cast<std::size_t>(keep) || v.pinned || v.number == current)
+            continue;
+        std::string error;
+        const pg::Relation table = pg::describe_relation(v.relation);
+        const bool dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
+        if (!dropped) {
+            pg::warning("version " + std::to_string(v.number) + " of dataset \"" + d.display +
+                            "\" is kept: it could not be dropped",
+                        error);
+            continue;
+        }
+        pg::as_extension_owner([&] {
+            spi.query_saved("DELETE FROM idem.dataset_versions WHERE schema_name OPERATOR(pg_catalog.=) $1"
+                            " AND view_name OPERATOR(pg_catalog.=) $2 AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4",
+                            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(v.number)});
+        });
+    }
+}
+
+}  // namespace
+
+std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
+                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout)
+{
+    if (keep < 1)
+        throw UserError(sqlstate::kInvalidParameterValue, "keep must be at least 1",
+                        "The current version is always kept.");
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, d.display, kDatasetWhat);
+    const State state = lock_state(spi, d);
+    const auto versions_now = load_versions(spi, d);
+
+    // The query's rows, checksummed without writing anything (as the caller).
+    const core::MultisetDigest digest = spi.digest_rows(query);
+    const std::string checksum = digest.text();
+    if (state.current) {
+        for (const auto& v : versions_now)
+            if (v.number == *state.current && v.checksum == checksum) {
+                spi.finish();
+                return *state.current;  // the same content: a rerun publishes nothing
+            }
+    }
+
+    // A new immutable version table, built as the caller.
+    const int version = state.next;
+    const std::string table_name = version_table_name(d.name, version);
+    const std::string table = pg::quote_ident(d.schema) + "." + pg::quote_ident(table_name);
+    const std::uint64_t rows = spi.execute("CREATE TABLE " + table + " AS " + query);
+    spi.execute("COMMENT ON TABLE " + table + " IS " +
+                pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
+                                  " (immutable; readers query the view)"));
+    auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
+                              {Param::of_text(table)});
+    const auto table_oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
+
+    // Write-audit-publish: the audit sees the candidate as idem_candidate (a
+    // CTE, not a temporary object) and must answer true.
+    if (audit) {
+        auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + table + ") " + *audit);
+        if (r.rows.size() != 1 || r.rows[0].size() != 1)
+            throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
+                            "It returned " + std::to_string(r.rows.size()) + " rows.");
+        if (r.rows[0][0] != std::optional<std::string>("t"))
+            throw UserError("23514", "audit of dataset \"" + d.display + "\" failed: nothing was published",
+                            "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +
+                                std::to_string(version) + " (" + std::to_string(rows) + " rows).",
+                            "Readers still see the current version.");
+    }
+
+    flip(spi, d, table_oid, lock_timeout);
+    pg::as_extension_owner([&] {
+        spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
+                        " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                         Param::of_oid(table_oid), Param::of_int8(static_cast<std::int64_t>(rows)), Param::of_text(checksum)});
+    });
+    set_current(spi, d, version, version + 1);
+    retain(spi, d, keep, version);
+    spi.finish();
+    return version;
+}
+
+std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
+                      const std::optional<std::string>& lock_timeout)
+{
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, d.display, kDatasetWhat);
+    const State state = lock_state(spi, d);
+    const auto all = load_versions(spi, d);
+    std::optional<Version> target;
+    for (const auto& v : all) {
+        if (version) {
+            if (v.number == *version)
+                target = v;
+        } else if (state.current && v.number < *state.current) {
+            target = v;  // the highest below the current (all is ascending)
+        }
+    }
+    if (!target) {
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        version ? "dataset \"" + d.display + "\" has no version " + std::to_string(*version)
+                                : "dataset \"" + d.display + "\" has no earlier version to roll back to",
+                        {}, "idem.versions lists the versions that are kept.");
+    }
+    if (!state.current || target->number != *state.current) {
+        flip(spi, d, target->relation, lock_timeout);
+        set_current(spi, d, target->number, std::nullopt);
+    }
+    spi.finish();
+    return target->number;
+}
+
+void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset)
+{
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, d.display, kDatasetWhat);
+    pg::as_extension_owner([&] {
+        spi.return_rows(fcinfo,
+                        "SELECT v.version, v.relation, v.row_count, v.checksum, v.created_at,"
+                        " COALESCE(v.version OPERATOR(pg_catalog.=) d.current_version, false), v.pinned"
+                        " FROM idem.dataset_versions v JOIN idem.datasets d USING (schema_name, view_name)"
+                        " WHERE v.schema_name OPERATOR(pg_catalog.=) $1 AND v.view_name OPERATOR(pg_catalog.=) $2"
+                        " ORDER BY v.version",
+                        {Param::of_text(d.schema), Param::of_text(d.name)}, true);
+    });
+    spi.finish();
+}
+
+void pin(const std::string& dataset, std::int32_t version, bool pinned)
+{
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, d.display, kDatasetWhat);
+    bool found = false;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved("UPDATE idem.dataset_versions SET pinned = $4::pg_catalog.bool"
+                                 " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
+                                 " AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4 RETURNING true",
+                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                                  Param::of_bool(pinned)});
+        found = !r.rows.empty();
+    });
+    if (!found)
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "dataset \"" + d.display + "\" has no version " + std::to_string(version),
+                        {}, "idem.versions lists the versions that are kept.");
+    spi.finish();
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,20 @@
+// Immutable versions behind a view (api.md section 4): publish, rollback,
+// versions, pin.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+struct FunctionCallInfoBaseData;
+
+namespace pg_idempotent {
+
+std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
+                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout);
+std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
+                      const std::optional<std::string>& lock_timeout);
+void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset);
+void pin(const std::string& dataset, std::int32_t version, bool pinned);
+
+}  // namespace pg_idempotent
