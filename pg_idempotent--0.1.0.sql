@@ -106,52 +106,56 @@ SELECT pg_catalog.pg_extension_config_dump('idem.tombstones', '');
 COMMENT ON TABLE idem.tombstones IS
   'Versioned deletes of idem.merge: a key deleted at a version stays deleted for older rows';
 
-CREATE FUNCTION idem._tombstones(target regclass, as_type anyelement)
-  RETURNS TABLE(key_digest uuid, version anyelement)
-  LANGUAGE plpgsql STABLE SECURITY DEFINER
-  SET search_path = pg_catalog, pg_temp
-  SET DateStyle = 'ISO, YMD' SET TimeZone = 'UTC' SET IntervalStyle = 'postgres'
-  SET extra_float_digits = 3
-AS $$
-BEGIN
-  RETURN QUERY EXECUTE pg_catalog.format(
-    'SELECT t.key_digest, t.version::%s FROM idem.tombstones t WHERE t.target OPERATOR(pg_catalog.=) $1',
-    pg_catalog.format_type(pg_catalog.pg_typeof(as_type), NULL))
-  USING target;
-END
-$$;
-COMMENT ON FUNCTION idem._tombstones(regclass, anyelement) IS
-  'Internal: the tombstones of a merge target, versions typed as as_type';
+-- Values in canonical text (ISO dates, UTC timestamps...) and back, run as
+-- the caller: a type's input and output functions are never run with the
+-- extension owner's rights.
+CREATE FUNCTION idem._canonical_text(value anyelement) RETURNS text
+  AS 'MODULE_PATHNAME', 'idem__canonical_text'
+  LANGUAGE C STABLE STRICT PARALLEL SAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem._canonical_text(anyelement) IS
+  'Internal: a value as text that does not depend on session settings (docs/checkpoints.md)';
+CREATE FUNCTION idem._from_canonical(value text, as_type anyelement) RETURNS anyelement
+  AS 'MODULE_PATHNAME', 'idem__from_canonical'
+  LANGUAGE C STABLE PARALLEL SAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem._from_canonical(text, anyelement) IS
+  'Internal: reads canonical text back as a value of as_type''s type';
 
-CREATE FUNCTION idem._tombstones_put(target regclass, key_digests uuid[], key_data jsonb[],
-                                     versions anyarray)
+-- The tombstone functions move text only: no type's code runs inside them.
+CREATE FUNCTION idem._tombstones(target regclass)
+  RETURNS TABLE(key_digest uuid, version text)
+  LANGUAGE sql STABLE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT t.key_digest, t.version FROM idem.tombstones t WHERE t.target OPERATOR(pg_catalog.=) $1
+$$;
+COMMENT ON FUNCTION idem._tombstones(regclass) IS
+  'Internal: the tombstones of a merge target (versions in canonical text)';
+
+CREATE FUNCTION idem._tombstones_put(target regclass, key_digests uuid[], key_data jsonb[], versions text[])
   RETURNS bigint
   LANGUAGE plpgsql VOLATILE SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp
-  SET DateStyle = 'ISO, YMD' SET TimeZone = 'UTC' SET IntervalStyle = 'postgres'
-  SET extra_float_digits = 3
 AS $$
+#variable_conflict use_column
 DECLARE
-  vtype text := pg_catalog.format_type(pg_catalog.pg_typeof(versions[1]), NULL);
   n bigint;
 BEGIN
-  IF key_digests IS NULL THEN
+  IF _tombstones_put.key_digests IS NULL THEN
     RETURN 0;
   END IF;
-  -- Only a newer version replaces a tombstone (compared as the version type).
-  EXECUTE pg_catalog.format(
-    'INSERT INTO idem.tombstones AS t (target, key_digest, key_data, version)
-     SELECT $1, u.d, u.k, u.v::pg_catalog.text
-       FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(d, k, v)
-     ON CONFLICT (target, key_digest) DO UPDATE
-       SET version = EXCLUDED.version, key_data = EXCLUDED.key_data, deleted_at = pg_catalog.now()
-     WHERE t.version::%1$s OPERATOR(pg_catalog.<) EXCLUDED.version::%1$s', vtype)
-  USING target, key_digests, key_data, versions;
+  -- The merge statement only asks for tombstones at least as new as what it
+  -- replaces (it compared the versions, as the caller).
+  INSERT INTO idem.tombstones AS t (target, key_digest, key_data, version)
+  SELECT _tombstones_put.target, u.d, u.k, u.v
+    FROM ROWS FROM (pg_catalog.unnest(_tombstones_put.key_digests), pg_catalog.unnest(_tombstones_put.key_data),
+                    pg_catalog.unnest(_tombstones_put.versions)) AS u(d, k, v)
+  ON CONFLICT (target, key_digest) DO UPDATE
+     SET version = EXCLUDED.version, key_data = EXCLUDED.key_data, deleted_at = pg_catalog.now();
   GET DIAGNOSTICS n = ROW_COUNT;
   RETURN n;
 END
 $$;
-COMMENT ON FUNCTION idem._tombstones_put(regclass, uuid[], jsonb[], anyarray) IS
+COMMENT ON FUNCTION idem._tombstones_put(regclass, uuid[], jsonb[], text[]) IS
   'Internal: records versioned deletes of a merge target';
 
 CREATE FUNCTION idem.purge_tombstones(target regclass, older_than interval)
@@ -175,8 +179,8 @@ COMMENT ON FUNCTION idem.purge_tombstones(regclass, interval) IS
   'Deletes the tombstones of a merge target older than the given age; returns how many';
 
 -- Tombstones are state: granted with idem.grant_usage, not to PUBLIC.
-REVOKE ALL ON FUNCTION idem._tombstones(regclass, anyelement) FROM PUBLIC;
-REVOKE ALL ON FUNCTION idem._tombstones_put(regclass, uuid[], jsonb[], anyarray) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem._tombstones(regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem._tombstones_put(regclass, uuid[], jsonb[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION idem.purge_tombstones(regclass, interval) FROM PUBLIC;
 
 CREATE FUNCTION idem.merge(target regclass, source regclass,
@@ -239,8 +243,8 @@ BEGIN
   END IF;
   INSERT INTO idem.usage_grants (role, scope) VALUES (grant_usage.role, grant_usage.scope)
     ON CONFLICT (role, (COALESCE(scope, ''))) DO NOTHING;
-  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
-    'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
+  EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idem._tombstones(regclass), '
+    'idem._tombstones_put(regclass, uuid[], jsonb[], text[]), '
     'idem.purge_tombstones(regclass, interval) TO %s', role);
 END
 $$;
@@ -260,8 +264,8 @@ BEGIN
    WHERE g.role OPERATOR(pg_catalog.=) revoke_usage.role
      AND COALESCE(g.scope, '') OPERATOR(pg_catalog.=) COALESCE(revoke_usage.scope, '');
   IF NOT EXISTS (SELECT FROM idem.usage_grants g WHERE g.role OPERATOR(pg_catalog.=) revoke_usage.role) THEN
-    EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idem._tombstones(regclass, anyelement), '
-      'idem._tombstones_put(regclass, uuid[], jsonb[], anyarray), '
+    EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idem._tombstones(regclass), '
+      'idem._tombstones_put(regclass, uuid[], jsonb[], text[]), '
       'idem.purge_tombstones(regclass, interval) FROM %s', role);
   END IF;
 END

@@ -123,3 +123,27 @@ SELECT idem.revoke_usage('c_runner', 'events');
 REVOKE ALL ON loaded, source_events FROM c_runner;
 DROP ROLE c_runner;
 SELECT count(*) AS all_100, idem.watermark('events') AS at_100 FROM loaded;
+
+-- A step smaller than the type can express is refused; the last window is
+-- clipped to to_value.
+SELECT show_error($$SELECT * FROM idem.gaps('daily', '2024-07-01'::date, '2024-07-03'::date, interval '1 hour')$$);
+SELECT * FROM idem.gaps('ids', 0::bigint, 2500::bigint, 1000::bigint);
+
+-- A type's own code (a domain's CHECK) runs as the caller, never with the
+-- extension owner's rights, when windows and watermarks are read back.
+CREATE TABLE seen_as (who name);
+CREATE FUNCTION record_user(int) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO seen_as VALUES (current_user); RETURN true; END$$;
+CREATE DOMAIN watched_int AS int CHECK (record_user(VALUE));
+CREATE ROLE c_domain_user;
+GRANT INSERT ON seen_as TO c_domain_user;
+SELECT idem.grant_usage('c_domain_user', 'domain_job');
+SET ROLE c_domain_user;
+SELECT idem.mark_window('domain_job', 1::watched_int, 2::watched_int);
+SELECT lo, hi FROM idem.windows('domain_job');
+SELECT show_error($$SELECT * FROM idem.gaps('domain_job', 0::watched_int, 3::watched_int, 1::watched_int)$$);
+RESET ROLE;
+SELECT DISTINCT who FROM seen_as;
+SELECT idem.revoke_usage('c_domain_user', 'domain_job');
+REVOKE ALL ON seen_as FROM c_domain_user;
+DROP ROLE c_domain_user;

@@ -164,3 +164,12 @@ SELECT idem.claim('evt_2pc_rb', 'webhooks') AS claimed_in_2pc;
 PREPARE TRANSACTION 'idem_2pc_rb';
 ROLLBACK PREPARED 'idem_2pc_rb';
 SELECT idem.claim('evt_2pc_rb', 'webhooks') AS after_rollback_prepared;
+
+-- once() twice for one key in one transaction runs the query once.
+CREATE TABLE once_effects (n int);
+BEGIN;
+SELECT idem.once('twice_in_txn', 'INSERT INTO once_effects VALUES (1) RETURNING n');
+SELECT idem.once('twice_in_txn', 'INSERT INTO once_effects VALUES (1) RETURNING n');
+COMMIT;
+SELECT count(*) AS ran_once FROM once_effects;
+SELECT show_error($$SELECT idem.purge_keys('-1 day', 'default')$$);

@@ -276,17 +276,38 @@ void windows(FunctionCallInfoBaseData* fcinfo, const std::string& job)
     pg::SpiSession spi;
     check_scope_usage(spi, job, kJobWhat);
     const JobRow row = load_job(spi, job, false);
-    // Ordered by the job's type (not as text), parsed under the canonical
-    // settings the values were written with.
-    const std::string type = row.type ? pg::type_qualified(*row.type) : "pg_catalog.text";
+    // Read as text by the owner; parsed and sorted by the job's type here, as
+    // the caller: a type's own code never runs with the owner's rights.
+    pg::QueryResult r;
     pg::as_extension_owner([&] {
         pg::with_canonical_settings([&] {
-            spi.return_rows(fcinfo,
-                            "SELECT w.lo, w.hi, w.done_at FROM idem.windows w WHERE w.job OPERATOR(pg_catalog.=) $1"
-                            " ORDER BY w.lo::" + type + ", w.hi::" + type,
-                            {Param::of_text(job)}, true);
+            r = spi.query_saved("SELECT w.lo, w.hi, w.done_at::pg_catalog.text FROM idem.windows w"
+                                " WHERE w.job OPERATOR(pg_catalog.=) $1",
+                                {Param::of_text(job)});
         });
     });
+    struct Item {
+        TypedValue lo, hi;
+        pg::Row row;
+    };
+    std::vector<Item> items;
+    for (auto& rr : r.rows) {
+        Item it{{}, {}, rr};
+        if (row.type) {
+            it.lo = pg::parse_canonical(rr[0].value_or(""), *row.type);
+            it.hi = pg::parse_canonical(rr[1].value_or(""), *row.type);
+        }
+        items.push_back(std::move(it));
+    }
+    if (row.type)
+        std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+            const int c = pg::compare_values(a.lo, b.lo);
+            return c != 0 ? c < 0 : pg::compare_values(a.hi, b.hi) < 0;
+        });
+    std::vector<pg::Row> rows;
+    for (auto& it : items)
+        rows.push_back(std::move(it.row));  // done_at: ISO text, read back by timestamptz input
+    pg::return_text_rows(fcinfo, rows);
     spi.finish();
 }
 
@@ -318,15 +339,15 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
         else
             throw UserError("42883", "an interval step needs dates or timestamps, not " + type_name,
                             {}, "For numbers, pass a step of the same type as the values.");
-        series = "SELECT g::" + type + "::pg_catalog.text, (g OPERATOR(pg_catalog.+) $3)::" + type +
-                 "::pg_catalog.text FROM pg_catalog.generate_series($1::" + base + ", $2::" + base +
+        series = "SELECT g::" + type + "::pg_catalog.text, LEAST((g OPERATOR(pg_catalog.+) $3)::" + type +
+                 ", $2)::pg_catalog.text FROM pg_catalog.generate_series($1::" + base + ", $2::" + base +
                  ", $3) AS g WHERE g::" + type + " OPERATOR(pg_catalog.<) $2 LIMIT 100001";
     } else {
         if (step.type != from.type)
             throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
         if (type_name != "integer" && type_name != "bigint" && type_name != "numeric")
             throw UserError("42883", "a numeric step needs integer, bigint or numeric values, not " + type_name);
-        series = "SELECT g::pg_catalog.text, (g OPERATOR(pg_catalog.+) $3)::pg_catalog.text"
+        series = "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
                  " FROM pg_catalog.generate_series($1, $2, $3) AS g WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
     }
     {
@@ -360,6 +381,10 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
     for (const auto& c : candidates.rows) {
         const TypedValue lo = pg::parse_canonical(c[0].value_or(""), from.type);
         const TypedValue hi = pg::parse_canonical(c[1].value_or(""), from.type);
+        if (pg::compare_values(lo, hi) >= 0)
+            throw UserError(sqlstate::kInvalidParameterValue, "step is too small for " + type_name + " values",
+                            "The window starting at " + c[0].value_or("") + " would be empty.",
+                            "Dates need a step of at least one day.");
         while (k < covered.size() && pg::compare_values(covered[k].second, lo) <= 0)
             ++k;  // stretches ending before this window starts
         const bool is_covered = k < covered.size() && pg::compare_values(covered[k].first, lo) <= 0 &&

@@ -285,6 +285,25 @@ std::optional<std::string> once(const std::string& key, const std::string& query
     request.fingerprint = fingerprint;
     if (!claim(request))
         return result(key, scope);
+    // Owned by this transaction: if once() already ran the query in it, the
+    // key is complete and its stored result is the answer (never run twice).
+    {
+        pg::SpiSession spi;
+        bool done_here = false;
+        std::optional<std::string> stored;
+        pg::as_extension_owner([&] {
+            auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey +
+                                         " AND k.completed_at IS NOT NULL",
+                                     {Param::of_text(scope), Param::of_text(key)});
+            if (!r.rows.empty()) {
+                done_here = true;
+                stored = r.rows[0][0];
+            }
+        });
+        spi.finish();
+        if (done_here)
+            return stored;
+    }
     // The caller's query runs as the caller, under the caller's search_path.
     pg::SpiSession spi;
     const std::string json = pg::rows_as_json_array(spi, query);
@@ -330,6 +349,12 @@ bool forget(const std::string& key, const std::string& scope)
 std::int64_t purge_keys(const std::string& older_than, const std::optional<std::string>& scope)
 {
     pg::SpiSession spi;
+    {
+        auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval)::pg_catalog.text",
+                           {Param::of_text(older_than)});
+        if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
+            throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative");
+    }
     if (scope) {
         require_text(*scope, "scope");
         check_scope_usage(spi, *scope, kKeysWhat);

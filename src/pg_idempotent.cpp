@@ -67,6 +67,8 @@ PG_FUNCTION_INFO_V1(idem_publish);
 PG_FUNCTION_INFO_V1(idem_rollback);
 PG_FUNCTION_INFO_V1(idem_versions);
 PG_FUNCTION_INFO_V1(idem_pin);
+PG_FUNCTION_INFO_V1(idem__canonical_text);
+PG_FUNCTION_INFO_V1(idem__from_canonical);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -416,6 +418,23 @@ Datum idem_pin(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 2, "pinned");
         pg_idempotent::pin(*pg::arg_text(fcinfo, 0), *pg::arg_int4(fcinfo, 1), *pg::arg_bool(fcinfo, 2));
         PG_RETURN_VOID();
+    });
+}
+
+Datum idem__canonical_text(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        return pg::text_result(pg::canonical_text(pg::arg_value(fcinfo, 0)));
+    });
+}
+
+Datum idem__from_canonical(PG_FUNCTION_ARGS)
+{
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
+        const auto text = pg::arg_text(fcinfo, 0);
+        if (!text)
+            return std::nullopt;
+        return static_cast<Datum>(pg::parse_canonical(*text, pg::arg_value(fcinfo, 1).type).datum);
     });
 }
 

@@ -126,7 +126,7 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
 std::string lock_timeout_ms(pg::SpiSession& spi, const std::string& interval)
 {
     auto r = spi.query("SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
-                       " THEN pg_catalog.ceil(pg_catalog.extract(epoch FROM $1::pg_catalog.interval)"
+                       " THEN pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.interval)"
                        " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
                        {Param::of_text(interval)});
     if (!r.rows.at(0)[0])
@@ -220,19 +220,28 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, d.display, kDatasetWhat);
-    const State state = lock_state(spi, d);
-    const auto versions_now = load_versions(spi, d);
-
-    // The query's rows, checksummed without writing anything (as the caller).
+    // The query's rows, checksummed without writing anything (as the caller),
+    // and compared with the current version before any lock is taken: an
+    // identical republish writes nothing at all, not even a row lock.
     const core::MultisetDigest digest = spi.digest_rows(query);
     const std::string checksum = digest.text();
-    if (state.current) {
-        for (const auto& v : versions_now)
-            if (v.number == *state.current && v.checksum == checksum) {
-                spi.finish();
-                return *state.current;  // the same content: a rerun publishes nothing
-            }
+    std::optional<int> same;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved("SELECT v.version::pg_catalog.text FROM idem.datasets d JOIN idem.dataset_versions v"
+                                 " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
+                                 " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
+                                 " AND v.version OPERATOR(pg_catalog.=) d.current_version"
+                                 " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
+                                 " AND v.checksum OPERATOR(pg_catalog.=) $3",
+                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
+        if (!r.rows.empty())
+            same = std::stoi(r.rows[0][0].value_or("0"));
+    });
+    if (same) {
+        spi.finish();
+        return *same;  // the same content: a rerun publishes nothing
     }
+    const State state = lock_state(spi, d);
 
     // A new immutable version table, built as the caller.
     const int version = state.next;
@@ -252,7 +261,8 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
         auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + table + ") " + *audit);
         if (r.rows.size() != 1 || r.rows[0].size() != 1)
             throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
-                            "It returned " + std::to_string(r.rows.size()) + " rows.");
+                            "It returned " + std::to_string(r.rows.size()) + " rows of " +
+                                std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
         if (r.rows[0][0] != std::optional<std::string>("t"))
             throw UserError("23514", "audit of dataset \"" + d.display + "\" failed: nothing was published",
                             "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +

@@ -181,13 +181,23 @@ std::string build_merge_sql(const MergeSpec& s)
     {
         const std::string matched = "t." + s.keys[0].name + " IS NOT NULL";
         std::string p = "plan AS MATERIALIZED (SELECT d.*, CASE\n";
+        if (s.tombstones) {
+            // A key deleted at a version at least this row's stays deleted.
+            // The tombstone's canonical text is parsed as the caller (the
+            // version type's input function is the caller's to run).
+            // A row at the tombstone's version stays deleted (a delete wins a
+            // tie); a replayed delete at that version is simply unchanged.
+            const std::string tbv = "idem._from_canonical(tb.version, NULL::" + s.version_type + ")";
+            p += " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND d." + std::string(kDeleteFlag) +
+                 " IS NOT TRUE AND NOT (" + tbv + " " + s.version_lt + " d." + s.version->name + ") THEN " +
+                 std::to_string(kStale) + "\n";
+            p += " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND d." + std::string(kDeleteFlag) +
+                 " IS TRUE AND d." + s.version->name + " " + s.version_lt + " " + tbv + " THEN " +
+                 std::to_string(kStale) + "\n";
+        }
         if (deletes)
             p += " WHEN d." + std::string(kDeleteFlag) + " IS TRUE AND NOT (" + matched + ") THEN " +
                  std::to_string(kDeleteAbsent) + "\n";
-        if (s.tombstones) {
-            p += " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND NOT (tb.version " + s.version_lt +
-                 " d." + s.version->name + ") THEN " + std::to_string(kStale) + "\n";
-        }
         p += " WHEN NOT (" + matched + ") THEN " + std::to_string(kInsert) + "\n";
         if (versioned)
             p += " WHEN d." + s.version->name + " " + s.version_lt + " t." + s.version->name + " THEN " +
@@ -202,8 +212,8 @@ std::string build_merge_sql(const MergeSpec& s)
         p += " ELSE " + std::to_string(kUpdate) + " END AS " + kAction + "\n";
         p += " FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
         if (s.tombstones)
-            p += "\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass, NULL::" + s.version_type +
-                 ") AS tb ON tb.key_digest " + kEq + " " + digest_of(s.keys, "d", false);
+            p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
+                 digest_of(s.keys, "d", false);
         p += "),\n";
         sql += p;
     }
@@ -323,7 +333,7 @@ std::string build_merge_sql(const MergeSpec& s)
         sql += "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"
                " pg_catalog.array_agg(" + digest_of(s.keys, "p", false) + "),"
                " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" + key_list(s, "p") + ")),"
-               " pg_catalog.array_agg(p." + s.version->name + ")) AS n"
+               " pg_catalog.array_agg(idem._canonical_text(p." + s.version->name + "))) AS n"
                " FROM plan p WHERE p." + std::string(kAction) +
                " OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),\n";
     } else {

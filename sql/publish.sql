@@ -1,0 +1,117 @@
+-- Immutable versions behind a view: publish, rollback, versions, pin.
+CREATE SCHEMA marts;
+CREATE TABLE p_orders (store text, amount numeric);
+INSERT INTO p_orders VALUES ('a', 10), ('b', 20);
+
+-- The first publish creates the view and version 1.
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store') AS version;
+SELECT * FROM marts.revenue ORDER BY store;
+-- Equal content publishes nothing: same version, no new table.
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store ORDER BY store DESC') AS same_version;
+SELECT count(*) AS version_tables FROM pg_class WHERE relname LIKE 'revenue\_\_v%';
+-- An identical republish writes no heap and no WAL of its own: it runs the
+-- query and one checksum, nothing else.
+CREATE FUNCTION wal_of(sql text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+  EXECUTE 'EXPLAIN (ANALYZE, WAL, FORMAT JSON) ' || sql INTO plan;
+  RETURN coalesce((plan->0->'Plan'->>'WAL Bytes')::bigint, 0);
+END $$;
+SELECT wal_of($$SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store')$$) AS republish_wal_bytes;
+
+-- Grants, comments and dependent views survive every flip.
+GRANT USAGE ON SCHEMA marts TO PUBLIC;
+GRANT SELECT ON marts.revenue TO PUBLIC;
+COMMENT ON VIEW marts.revenue IS 'Revenue per store';
+CREATE VIEW marts.revenue_total AS SELECT sum(revenue) AS total FROM marts.revenue;
+INSERT INTO p_orders VALUES ('c', 5);
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store') AS version;
+SELECT total FROM marts.revenue_total;
+SELECT obj_description('marts.revenue'::regclass) AS comment_kept,
+       has_table_privilege('public', 'marts.revenue', 'SELECT') AS grant_kept;
+
+-- versions() lists them; rollback flips back (to the previous or a given one).
+SELECT version, relation, row_count, checksum ~ '^v1:' AS has_checksum, is_current, pinned
+  FROM idem.versions('marts.revenue');
+SELECT idem.rollback('marts.revenue') AS rolled_back_to;
+SELECT total FROM marts.revenue_total;
+SELECT idem.rollback('marts.revenue', 2) AS forward_again;
+SELECT total FROM marts.revenue_total;
+SELECT show_error($$SELECT idem.rollback('marts.revenue', 99)$$);
+
+-- Write-audit-publish: a failing audit publishes nothing; readers see no change.
+SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders WHERE false GROUP BY store',
+                                       audit => 'SELECT count(*) > 0 FROM idem_candidate')$$);
+SELECT total FROM marts.revenue_total;
+SELECT count(*) AS no_new_version FROM idem.versions('marts.revenue');
+SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT store, 0 AS revenue FROM p_orders GROUP BY store',
+                                       audit => 'SELECT true FROM idem_candidate')$$);
+-- A passing audit publishes.
+INSERT INTO p_orders VALUES ('d', 1);
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store',
+                    audit => 'SELECT count(*) = 4 AND bool_and(revenue > 0) FROM idem_candidate') AS audited_version;
+
+-- Schema changes: an appended column works; a removed or retyped one is a
+-- clear error, and dependent objects keep working.
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue, count(*) AS orders FROM p_orders GROUP BY store') AS appended;
+SELECT store, revenue, orders FROM marts.revenue ORDER BY store LIMIT 1;
+SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT store FROM p_orders')$$);
+SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount)::text AS revenue, count(*) AS orders FROM p_orders GROUP BY store')$$);
+SELECT total FROM marts.revenue_total;
+
+-- Retention: the newest keep versions, plus pinned and current ones.
+SELECT idem.pin('marts.revenue', 1);
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) + 1 AS revenue, count(*) AS orders FROM p_orders GROUP BY store', keep => 2);
+SELECT version, is_current, pinned FROM idem.versions('marts.revenue');
+SELECT count(*) AS dropped_tables_gone FROM pg_class WHERE relname IN ('revenue__v2', 'revenue__v3', 'revenue__v4');
+-- A version another object depends on is kept, with a WARNING.
+CREATE VIEW marts.pinned_by_view AS SELECT * FROM marts.revenue__v5;
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) + 2 AS revenue, count(*) AS orders FROM p_orders GROUP BY store', keep => 1);
+SELECT version, is_current, pinned FROM idem.versions('marts.revenue');
+SELECT count(*) AS dependent_view_works FROM marts.pinned_by_view;
+DROP VIEW marts.pinned_by_view;
+-- Once nothing depends on it, the next publish drops it.
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) + 3 AS revenue, count(*) AS orders FROM p_orders GROUP BY store', keep => 1);
+SELECT version, is_current, pinned FROM idem.versions('marts.revenue');
+SELECT idem.pin('marts.revenue', 1, false);
+SELECT show_error($$SELECT idem.pin('marts.revenue', 42)$$);
+
+-- Names: long names near the 63-byte limit, quoting, other schemas.
+CREATE SCHEMA "Data Mart";
+SELECT idem.publish('"Data Mart"."Revenue; by ""store"" and a name long enough to reach"', 'SELECT 1 AS x') AS quoted;
+SELECT relation FROM idem.versions('"Data Mart"."Revenue; by ""store"" and a name long enough to reach"');
+SELECT * FROM "Data Mart"."Revenue; by ""store"" and a name long enough to reach";
+SELECT idem.publish('"Data Mart"."Revenue; by ""store"" and a name long enough to reach"', 'SELECT 2 AS x') AS second;
+SELECT octet_length(relname) <= 63 AS fits FROM pg_class WHERE relnamespace = '"Data Mart"'::regnamespace AND relkind = 'r';
+SET search_path = marts, public;
+SELECT idem.publish('local_view', 'SELECT 1 AS one') AS in_current_schema;
+RESET search_path;
+SELECT * FROM marts.local_view;
+
+-- Bad input.
+SELECT show_error($$SELECT idem.publish(NULL, 'SELECT 1')$$);
+SELECT show_error($$SELECT idem.publish('x', NULL)$$);
+SELECT show_error($$SELECT idem.publish('x', 'SELECT 1', keep => 0)$$);
+SELECT show_error($$SELECT idem.publish('a.b.c', 'SELECT 1')$$);
+SELECT show_error($$SELECT idem.publish('p_orders', 'SELECT 1')$$);
+SELECT show_error($$SELECT idem.publish('x', 'SELEKT 1')$$);
+SELECT show_error($$SELECT idem.publish('x', 'SELECT 1', lock_timeout => '-1 second')$$);
+SELECT idem.publish('marts.with_timeout', 'SELECT 1 AS a', lock_timeout => '2 seconds') AS with_timeout;
+SELECT show_error($$SELECT idem.publish('x', 'SELECT 1', audit => 'SELECT 1, 2')$$);
+SELECT show_error($$SELECT idem.rollback('never_published')$$);
+SELECT to_regclass('x') IS NULL AS nothing_created;
+
+-- PREPARE TRANSACTION works: nothing temporary is created.
+BEGIN;
+SELECT idem.publish('marts.prepared', 'SELECT 1 AS a') AS version;
+PREPARE TRANSACTION 'idem_publish';
+COMMIT PREPARED 'idem_publish';
+SELECT * FROM marts.prepared;
+
+-- A role needs the grant for the dataset (its name is the scope) and the
+-- rights to create in the schema and replace the view.
+CREATE ROLE p_publisher;
+SET ROLE p_publisher;
+SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT 1 AS x')$$);
+RESET ROLE;
+DROP ROLE p_publisher;
