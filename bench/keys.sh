@@ -142,11 +142,11 @@ keys_minmax() {
 
 # keys_suite SUITE TITLE: warm-up, interleaved rounds, the table; sets
 # KEYS_MEDIAN_TPS[VARIANT].
-declare -A KEYS_MEDIAN_TPS=()
+declare -A KEYS_MEDIAN_TPS=() KEYS_PAIRED=()
 keys_run_no=0
 keys_suite() {
     local suite=$1 variants=(claim bare full) n=3 r k i v
-    local -A tps=() p50=() new=()
+    local -A tps=() p50=() new=() round_tps=()
     keys_write_scripts "$suite"
     say "keys $suite: $n variants, $BENCH_WARMUP warm-up round(s) of ${keys_warmup_seconds}s + $keys_rounds rounds of ${keys_seconds}s"
     for ((r = 1 - BENCH_WARMUP; r <= keys_rounds; r++)); do
@@ -161,6 +161,7 @@ keys_suite() {
             keys_run "$suite" "$v" "$keys_run_no" "$keys_seconds"
             say "round $r $v: $KEYS_TPS tps, p50 $KEYS_P50_MS ms, $KEYS_NEW new rows/xact"
             tps[$v]+="$KEYS_TPS "; p50[$v]+="$KEYS_P50_MS "; new[$v]+="$KEYS_NEW "
+            round_tps[$v.$r]=$KEYS_TPS
         done
     done
 
@@ -182,6 +183,16 @@ keys_suite() {
         # shellcheck disable=SC2086
         report "| $v | \`${stmt%;}\` | $med | $lo | $hi | $(keys_median ${p50[$v]}) | $(keys_median ${new[$v]}) | $(bench_ratio "$med" "${KEYS_MEDIAN_TPS[bare]}")x |"
     done
+    # Paired: claim against the bare run of the same round (adjacent in
+    # time), less sensitive to drift or to load from outside the benchmark.
+    local ratios=""
+    for ((r = 1; r <= keys_rounds; r++)); do
+        ratios+="$(bench_ratio "${round_tps[claim.$r]}" "${round_tps[bare.$r]}") "
+    done
+    # shellcheck disable=SC2086
+    KEYS_PAIRED[$suite]=$(keys_median $ratios)
+    report ""
+    report "claim / bare tps per round (same round, adjacent runs): ${ratios% }; median ${KEYS_PAIRED[$suite]}x."
     report ""
     report "Samples per variant: $keys_rounds timed runs of ${keys_seconds}s after $BENCH_WARMUP warm-up run(s) of ${keys_warmup_seconds}s; p50 latency: median over the runs of each run's median transaction latency (pgbench -l, 10% sample); new rows / xact: rows the run added to its table per transaction (1.00 = every key fresh)."
 }
