@@ -1,0 +1,67 @@
+# pg_dump / pg_restore of a database that uses every feature keeps idem's
+# state (pg_extension_config_dump): dataset versions and the current pointer,
+# keys, watermarks, windows, tombstones and grants; jobs rerun after the
+# restore are no-ops.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump');
+$node->init;
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE source_db');
+$node->safe_psql('source_db', q{
+CREATE EXTENSION pg_idempotent;
+CREATE TABLE orders (store text, amount numeric);
+INSERT INTO orders VALUES ('a', 10), ('b', 20);
+CREATE TABLE daily (store text PRIMARY KEY, revenue numeric, v int, deleted boolean DEFAULT false);
+CREATE TABLE loaded (id int);
+CREATE ROLE dump_etl;
+SELECT idem.grant_usage('dump_etl', 'webhooks');
+SELECT idem.publish('public.revenue', 'SELECT store, sum(amount) AS revenue FROM orders GROUP BY store');
+INSERT INTO orders VALUES ('c', 5);
+SELECT idem.publish('public.revenue', 'SELECT store, sum(amount) AS revenue FROM orders GROUP BY store');
+SELECT idem.rollback('public.revenue');
+SELECT idem.claim('evt_1', 'webhooks');
+SELECT idem.once('evt_2', 'SELECT 42 AS answer', 'webhooks');
+SELECT idem.run_once('loader', 100, 'INSERT INTO loaded SELECT generate_series(1, 100)');
+SELECT idem.mark_window('daily_job', '2024-07-01'::date, '2024-07-02'::date);
+SELECT * FROM idem.merge_query('daily', $$SELECT 'x' AS store, 1 AS revenue, 5 AS v, true AS deleted$$,
+                               version_column => 'v', delete_column => 'deleted');
+});
+
+my $state_sql = q{
+SELECT (SELECT string_agg(version || ':' || is_current || ':' || row_count || ':' || checksum, ',' ORDER BY version)
+          FROM idem.versions('public.revenue'))
+    || ' | ' || (SELECT string_agg(store || '=' || revenue, ',' ORDER BY store) FROM revenue)
+    || ' | ' || idem.claim('evt_1', 'webhooks')::text
+    || ' | ' || idem.result('evt_2', 'webhooks')::text
+    || ' | ' || idem.watermark('loader')
+    || ' | ' || (SELECT string_agg(lo || '-' || hi, ',') FROM idem.windows('daily_job'))
+    || ' | ' || (SELECT count(*) FROM idem.tombstones WHERE target = 'daily'::regclass)
+    || ' | ' || (SELECT count(*) FROM idem.usage_grants WHERE role::text = 'dump_etl')
+    || ' | ' || (SELECT count(*) FROM loaded);
+};
+my $before = $node->safe_psql('source_db', $state_sql);
+like($before, qr/^1:true:2:v1:.*,2:false:3:v1:/, 'before: two versions, version 1 current after the rollback');
+
+my $dump = $node->basedir . '/source.dump';
+$node->command_ok(['pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('source_db')], 'pg_dump');
+$node->safe_psql('postgres', 'CREATE DATABASE restored_db');
+$node->command_ok(['pg_restore', '-d', $node->connstr('restored_db'), $dump], 'pg_restore');
+
+my $after = $node->safe_psql('restored_db', $state_sql);
+is($after, $before, 'every version, the current pointer, keys, results, watermarks, windows, tombstones and grants survive');
+
+# Jobs rerun after the restore are no-ops.
+my $rerun = $node->safe_psql('restored_db', q{
+SELECT idem.run_once('loader', 100, 'INSERT INTO loaded SELECT generate_series(1, 100)')::text
+    || ' ' || idem.publish('public.revenue', 'SELECT store, sum(amount) AS revenue FROM orders WHERE store <> ''c'' GROUP BY store')
+    || ' ' || (SELECT stale FROM idem.merge_query('daily', $$SELECT 'x' AS store, 1 AS revenue, 4 AS v, false AS deleted$$,
+                                                     version_column => 'v', delete_column => 'deleted'))
+    || ' ' || (SELECT count(*) FROM loaded);
+});
+is($rerun, 'false 1 1 100', 'after restore: run_once skips, publish finds version 1, the tombstone still holds');
+done_testing();
