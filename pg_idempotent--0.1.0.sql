@@ -529,3 +529,32 @@ CREATE FUNCTION idem.pin(dataset text, version int, pinned boolean DEFAULT true)
   AS 'MODULE_PATHNAME', 'idem_pin'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.pin(text, int, boolean) IS 'Pins (or unpins) a version so that retention keeps it';
+
+-- ---------------------------------------------------------------------------
+-- Family 1: overwrite the unit of work. (swap_partition and mode 'swap' are
+-- not built yet.)
+CREATE FUNCTION idem.replace_where(target regclass, predicate text, query text,
+                                   lock_timeout interval DEFAULT NULL)
+  RETURNS TABLE(deleted bigint, inserted bigint)
+  AS 'MODULE_PATHNAME', 'idem_replace_where'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.replace_where(regclass, text, text, interval) IS
+  'Replaces the rows matching predicate by the rows of query (columns by position), in this transaction; the same rows write nothing';
+
+CREATE FUNCTION idem.overwrite_partition(parent regclass, value anyelement, query text,
+                                         mode text DEFAULT 'rewrite', keep_old boolean DEFAULT false,
+                                         lock_timeout interval DEFAULT NULL)
+  RETURNS TABLE(action text, row_count bigint)
+  AS 'MODULE_PATHNAME', 'idem_overwrite_partition'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval) IS
+  'Overwrites the partition that holds value with the rows of query (skipped when they are the same rows)';
+
+CREATE FUNCTION idem.overwrite_partition(parent regclass, value text, query text,
+                                         mode text DEFAULT 'rewrite', keep_old boolean DEFAULT false,
+                                         lock_timeout interval DEFAULT NULL)
+  RETURNS TABLE(action text, row_count bigint)
+  AS 'MODULE_PATHNAME', 'idem_overwrite_partition_text'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval) IS
+  'overwrite_partition with the value as text, cast to the partition key''s type';

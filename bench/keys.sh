@@ -16,10 +16,17 @@
 # figures are medians over the rounds of pgbench's tps (without initial
 # connection time) and of each run's median transaction latency.
 #
+# The goal compares the medians; the report also shows claim / bare of each
+# round (adjacent runs), which drifting load from outside moves less.
+# Then, where claim's time goes: the server-side cost of one call (a DO loop
+# timed by bench_compare), from the bare table one step at a time to
+# idem.keys' row, indexes and CHECK, then claim itself.
+#
 # BENCH_KEYS_ROUNDS (default 5) timed rounds of BENCH_KEYS_SECONDS (default
 # 8) seconds per variant, after BENCH_WARMUP warm-up rounds of 3 seconds;
-# BENCH_KEYS_PROTOCOL (default prepared) is pgbench's -M. About 5 minutes
-# on 2 cores.
+# BENCH_KEYS_PROTOCOL (default prepared) is pgbench's -M; BENCH_KEYS_DUP_N
+# (default 100000) pre-claimed keys; BENCH_KEYS_CALLS (default 20000) calls
+# per timed DO loop. About 5.5 minutes on 2 cores.
 
 keys_rounds=${BENCH_KEYS_ROUNDS:-5}
 keys_seconds=${BENCH_KEYS_SECONDS:-8}
@@ -214,6 +221,111 @@ bench_goal "claim tps / bare INSERT tps, fresh keys" "$(bench_ratio "$keys_fresh
 bench_goal "claim tps / bare INSERT tps, 50% duplicates" "$(bench_ratio "$keys_dup_claim" "$keys_dup_bare")" ">=" 0.8 x
 report ""
 report "Against \`full\` (same row as idem.keys, not a goal): claim at $(bench_ratio "$keys_fresh_claim" "$keys_fresh_full")x its tps with fresh keys, $(bench_ratio "$keys_dup_claim" "$keys_dup_full")x with 50% duplicates."
+
+# Where claim's time goes: the server-side cost of one call, without the
+# client, the socket or the commit. N calls in a DO loop (one transaction,
+# plans cached as with pgbench -M prepared), timed by bench_compare; from the
+# bare table, one step at a time towards what claim does.
+keys_calls=${BENCH_KEYS_CALLS:-20000}
+bench_psql <<'SQL'
+CREATE TABLE row_pk (LIKE idem.keys);
+ALTER TABLE row_pk ADD PRIMARY KEY (scope, key_hash);
+CREATE TABLE row_age (LIKE idem.keys INCLUDING INDEXES);
+SQL
+keys_row_insert() {
+    echo "INSERT INTO $1 (scope, key_hash, key, fingerprint, state, lease, claimed_at, lease_until, claimed_by) VALUES ('default', md5($2)::uuid, $2, NULL, 'done', NULL, now(), NULL, pg_current_xact_id()) ON CONFLICT DO NOTHING"
+}
+keys_loop() {
+    echo "DO \$d\$ BEGIN FOR i IN 1..$keys_calls LOOP $1; END LOOP; END \$d\$"
+}
+keys_call_key="'c' || i"
+keys_percall_report() {
+    report ""
+    report "| step | what it adds | µs per call | added |"
+    report "|---|---|---:|---:|"
+    local prev="" name what us
+    while [ $# -gt 0 ]; do
+        name=$1 what=$2; shift 2
+        us=$(awk -v ms="${BENCH_MEDIAN[$name]}" -v n="$keys_calls" 'BEGIN { printf "%.1f", ms * 1000 / n }')
+        report "| $name | $what | $us | ${prev:+$(awk -v a="$us" -v b="$prev" 'BEGIN { printf "%+.1f", a - b }')} |"
+        prev=$us
+    done
+}
+
+say "keys: server-side cost per call ($keys_calls calls per statement)"
+report ""
+report "### Where claim's time goes: server-side cost per call"
+report ""
+report "$keys_calls calls in one \`DO\` loop per timed statement (one transaction; plans cached, as with \`-M prepared\`): what one call costs inside the server, without the client, the socket and the commit that every pgbench transaction also pays. From the bare table one step at a time to what claim does. Before each statement (untimed): its table truncated, VACUUM, CHECKPOINT."
+BENCH_RESET=(
+    [bare]="TRUNCATE bare_keys; VACUUM bare_keys; CHECKPOINT;"
+    [row_pk]="TRUNCATE row_pk; VACUUM row_pk; CHECKPOINT;"
+    [row_age]="TRUNCATE row_age; VACUUM row_age; CHECKPOINT;"
+    [full]="TRUNCATE bare_full; VACUUM bare_full; CHECKPOINT;"
+    [claim]="TRUNCATE idem.keys; VACUUM idem.keys; CHECKPOINT;"
+)
+bench_compare keys_percall_fresh \
+    bare   "$(keys_loop "INSERT INTO bare_keys VALUES ('default', $keys_call_key) ON CONFLICT DO NOTHING")" \
+    row_pk "$(keys_loop "$(keys_row_insert row_pk "$keys_call_key")")" \
+    row_age "$(keys_loop "$(keys_row_insert row_age "$keys_call_key")")" \
+    full   "$(keys_loop "$(keys_row_insert bare_full "$keys_call_key")")" \
+    claim  "$(keys_loop "PERFORM idem.claim($keys_call_key)")"
+BENCH_RESET=()
+report ""
+report "Fresh keys:"
+keys_percall_report \
+    bare "\`bare_keys (scope, key)\`, primary key" \
+    row_pk "idem.keys' 12 columns and row (md5 key hash, now(), pg_current_xact_id()), primary key (scope, key_hash) only" \
+    row_age "+ the age index \`keys_age\` on COALESCE(completed_at, claimed_at)" \
+    full "+ the CHECK on state: all of idem.keys (\`bare_full\`)" \
+    claim "\`idem.claim\`: + the function call, SPI, the statement's RETURNING, the checks"
+
+# Duplicates: every call hits a key an earlier transaction claimed.
+keys_dup_preload_sql() {
+    case $1 in
+        claim) echo "DO \$p\$ BEGIN PERFORM count(*) FROM idem.claim_many(ARRAY(SELECT 'c' || g FROM generate_series(1, $keys_calls) g)); END \$p\$;" ;;
+        bare)  echo "INSERT INTO bare_keys SELECT 'default', 'c' || g FROM generate_series(1, $keys_calls) g;" ;;
+        full)  echo "INSERT INTO bare_full (scope, key_hash, key, state, claimed_at, claimed_by) SELECT 'default', md5('c' || g)::uuid, 'c' || g, 'done', now(), pg_current_xact_id() FROM generate_series(1, $keys_calls) g;" ;;
+    esac
+}
+for v in bare full claim; do
+    t=$(keys_table "$v")
+    BENCH_RESET[$v]="TRUNCATE $t; $(keys_dup_preload_sql "$v") VACUUM ANALYZE $t; CHECKPOINT;"
+done
+bench_compare keys_percall_dup \
+    bare  "$(keys_loop "INSERT INTO bare_keys VALUES ('default', $keys_call_key) ON CONFLICT DO NOTHING")" \
+    full  "$(keys_loop "$(keys_row_insert bare_full "$keys_call_key")")" \
+    claim "$(keys_loop "PERFORM idem.claim($keys_call_key)")"
+BENCH_RESET=()
+report ""
+report "Duplicates (every key claimed by an earlier transaction):"
+keys_percall_report \
+    bare "\`bare_keys\`: the conflict, nothing written" \
+    full "idem.keys' row and indexes (\`bare_full\`): the conflict, nothing written" \
+    claim "\`idem.claim\`: the conflicting INSERT, then a second statement that reads the row (state, fingerprint, owner, lease), returns false"
+
+# What a duplicate leaves behind: a bare INSERT that conflicts writes
+# nothing and needs no transaction id; count the ids and the WAL over
+# single-client transactions that all hit pre-claimed keys.
+keys_xacts=2000
+printf '%s\n' "\\set k random(1, $keys_dup_n)" "$(keys_statement bare "$keys_dup")" >"$keys_dir/xid.bare.sql"
+printf '%s\n' "\\set k random(1, $keys_dup_n)" "$(keys_statement full "$keys_dup")" >"$keys_dir/xid.full.sql"
+printf '%s\n' "\\set k random(1, $keys_dup_n)" "$(keys_statement claim "$keys_dup")" >"$keys_dir/xid.claim.sql"
+report ""
+report "### Duplicates: transaction ids and WAL"
+report ""
+report "$keys_xacts single-client transactions (\`pgbench -c 1 -t $keys_xacts\`), each on one of ${keys_dup_n} pre-claimed keys, so every one is a duplicate and writes no row. A transaction that gets a transaction id also writes a commit record, which with synchronous_commit = on (this cluster: $(bench_psql -c 'SHOW synchronous_commit')) waits for a WAL flush, and it advances the XID counter (wraparound, vacuum freezing)."
+report ""
+report "| variant | transaction ids per transaction | WAL bytes per transaction |"
+report "|---|---:|---:|"
+for v in bare full claim; do
+    keys_reset dup "$v"
+    read -r x0 w0 < <(bench_psql -F ' ' -c "SELECT pg_snapshot_xmax(pg_current_snapshot()), pg_current_wal_lsn()")
+    "$keys_pgbench" -n -M "$keys_protocol" -c 1 -t "$keys_xacts" -f "$keys_dir/xid.$v.sql" >/dev/null 2>&1 ||
+        { echo "keys: pgbench failed (xid $v)" >&2; return 1; }
+    read -r x1 wal < <(bench_psql -F ' ' -c "SELECT pg_snapshot_xmax(pg_current_snapshot()), pg_wal_lsn_diff(pg_current_wal_lsn(), '$w0')")
+    report "| $v | $(awk -v a="$x1" -v b="$x0" -v n="$keys_xacts" 'BEGIN { printf "%.2f", (a - b) / n }') | $(awk -v w="$wal" -v n="$keys_xacts" 'BEGIN { printf "%.0f", w / n }') |"
+done
 
 bench_psql >/dev/null <<'SQL'
 ALTER SYSTEM RESET autovacuum;

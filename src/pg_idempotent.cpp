@@ -6,6 +6,7 @@
 #include "checksum.hpp"
 #include "keys.hpp"
 #include "merge.hpp"
+#include "overwrite.hpp"
 #include "publish.hpp"
 #include "rerun.hpp"
 #include "pg/args.hpp"
@@ -69,6 +70,9 @@ PG_FUNCTION_INFO_V1(idem_versions);
 PG_FUNCTION_INFO_V1(idem_pin);
 PG_FUNCTION_INFO_V1(idem__canonical_text);
 PG_FUNCTION_INFO_V1(idem__from_canonical);
+PG_FUNCTION_INFO_V1(idem_replace_where);
+PG_FUNCTION_INFO_V1(idem_overwrite_partition);
+PG_FUNCTION_INFO_V1(idem_overwrite_partition_text);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -437,6 +441,42 @@ Datum idem__from_canonical(PG_FUNCTION_ARGS)
         return static_cast<Datum>(pg::parse_canonical(*text, pg::arg_value(fcinfo, 1).type).datum);
     });
 }
+
+Datum idem_replace_where(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "predicate");
+        pg::require_arg(fcinfo, 2, "query");
+        pg_idempotent::replace_where(fcinfo, *pg::arg_oid(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
+                                     pg::arg_interval_text(fcinfo, 3));
+        return Datum(0);
+    });
+}
+
+static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "parent");
+        pg::require_arg(fcinfo, 1, "value");
+        pg::require_arg(fcinfo, 2, "query");
+        pg::require_arg(fcinfo, 3, "mode");
+        pg::require_arg(fcinfo, 4, "keep_old");
+        pg::TypedValue value;
+        std::optional<std::string> value_text;
+        if (text_value)
+            value_text = pg::arg_text(fcinfo, 1);
+        else
+            value = pg::arg_value(fcinfo, 1);
+        pg_idempotent::overwrite_partition(fcinfo, *pg::arg_oid(fcinfo, 0), value, value_text, *pg::arg_text(fcinfo, 2),
+                                           *pg::arg_text(fcinfo, 3), *pg::arg_bool(fcinfo, 4),
+                                           pg::arg_interval_text(fcinfo, 5));
+        return Datum(0);
+    });
+}
+
+Datum idem_overwrite_partition(PG_FUNCTION_ARGS) { return overwrite_entry(fcinfo, false); }
+Datum idem_overwrite_partition_text(PG_FUNCTION_ARGS) { return overwrite_entry(fcinfo, true); }
 
 }  // extern "C"
 #pragma GCC visibility pop

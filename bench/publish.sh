@@ -1,0 +1,316 @@
+# Sourced by bench/run.sh (bench/lib.sh loaded, PGDATABASE has the extension).
+#
+# idem.publish on a 10,000-row and a 1,000,000-row dataset of 5 columns:
+#   1. flip latency: the time from the view's lock being granted to publish
+#      returning. Session A holds ACCESS SHARE on the view (as a reader
+#      would); session B publishes new content: it checksums the query and
+#      builds the version table, then queues for the ACCESS EXCLUSIVE lock of
+#      CREATE OR REPLACE VIEW. Once pg_locks / pg_stat_activity show B waiting
+#      for that lock, A reads clock_timestamp() (T0) and commits in the same
+#      message; B reads clock_timestamp() right after publish returns, still
+#      in its transaction (T1), and again after COMMIT (T2). Flip latency is
+#      T1 - T0 (an upper bound: it includes A's commit and B's wake-up).
+#   2. an identical republish: WAL, dirtied buffers, rows and version tables
+#      it writes (EXPLAIN (ANALYZE, WAL, BUFFERS) of the call, which counts
+#      the SPI statements inside it, plus pg_stat_xact_user_tables and the
+#      transaction id in the same transaction), and its time against the
+#      query alone plus idem.checksum_query of it.
+#
+# Every dataset first gets 5 versions (keep => 5, the default), so every
+# measured publish also drops its oldest version (retention), as in steady
+# state. BENCH_PUBLISH_ROUNDS (default 5) sets the flip rounds per size;
+# BENCH_WARMUP applies; each psql of a round is limited by
+# BENCH_PUBLISH_TIMEOUT (default 120 s). About 1-2 minutes on 2 cores.
+
+pub_rounds=${BENCH_PUBLISH_ROUNDS:-5}
+pub_timeout=${BENCH_PUBLISH_TIMEOUT:-120}
+pub_keep=5
+
+# No autovacuum while this runs: each publish creates a table of up to 1M
+# rows, and a worker vacuuming it would compete for the 2 cores with the
+# next round (and hold locks retention must wait for). Restored at the end.
+bench_psql >/dev/null <<'SQL'
+ALTER SYSTEM SET autovacuum = off;
+SELECT pg_reload_conf();
+SQL
+
+say "loading 1,000,000 rows (src_1m) and its first 10,000 (src_10k)"
+bench_psql <<'SQL'
+CREATE TABLE src_1m (
+    id      bigint PRIMARY KEY,
+    qty     int NOT NULL,
+    amount  numeric(12,2) NOT NULL,
+    label   text NOT NULL,           -- 20 to 40 characters
+    created timestamptz NOT NULL
+);
+INSERT INTO src_1m
+SELECT g,
+       (g * 7919) % 100003,
+       ((g * 104729) % 10000000) / 100.0,
+       left(md5(g::text) || md5((-g)::text), 20 + (g % 21)::int),
+       timestamptz '2024-01-01 00:00+00' + g * interval '17 seconds'
+FROM generate_series(1::bigint, 1000000) g;
+CREATE TABLE src_10k (LIKE src_1m INCLUDING ALL);
+INSERT INTO src_10k SELECT * FROM src_1m WHERE id <= 10000;
+VACUUM ANALYZE src_1m;
+VACUUM ANALYZE src_10k;
+
+-- One row per flip round.
+CREATE TABLE pub_rounds (
+    size      text,
+    round     int,
+    version   int,
+    started   timestamptz,  -- B starts publish
+    waiting   timestamptz,  -- A sees B waiting for the view's lock
+    released  timestamptz,  -- T0: A, right before COMMIT (same message)
+    returned  timestamptz,  -- T1: B, right after publish returns (same transaction)
+    committed timestamptz   -- T2: B, after COMMIT
+);
+
+-- Session A: returns once a backend waits for a lock on rel (pg_locks, and
+-- pg_stat_activity says Lock), or fails after timeout_s.
+CREATE FUNCTION bench_.await_lock_waiter(rel regclass, timeout_s float8) RETURNS timestamptz
+LANGUAGE plpgsql AS $f$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+BEGIN
+    LOOP
+        PERFORM pg_stat_clear_snapshot();  -- pg_stat_activity is cached per transaction
+        IF EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                   WHERE l.relation = rel AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                     AND NOT l.granted AND a.wait_event_type = 'Lock') THEN
+            RETURN clock_timestamp();
+        END IF;
+        IF clock_timestamp() - t0 > timeout_s * interval '1 second' THEN
+            RAISE EXCEPTION 'no backend waits for a lock on % after % s', rel, timeout_s;
+        END IF;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END
+$f$;
+
+-- WAL, buffers and time of one statement, from EXPLAIN (ANALYZE, WAL, BUFFERS):
+-- the top node's counters include the SPI statements a function runs.
+CREATE FUNCTION bench_.explain_counters(sql text, OUT wal_records bigint, OUT wal_fpi bigint,
+                                        OUT wal_bytes bigint, OUT dirtied bigint, OUT written bigint,
+                                        OUT ms numeric)
+LANGUAGE plpgsql AS $f$
+DECLARE
+    plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON) ' || sql INTO plan;
+    wal_records := coalesce((plan->0->'Plan'->>'WAL Records')::bigint, 0);
+    wal_fpi     := coalesce((plan->0->'Plan'->>'WAL FPI')::bigint, 0);
+    wal_bytes   := coalesce((plan->0->'Plan'->>'WAL Bytes')::bigint, 0);
+    dirtied     := coalesce((plan->0->'Plan'->>'Shared Dirtied Blocks')::bigint, 0)
+                 + coalesce((plan->0->'Plan'->>'Local Dirtied Blocks')::bigint, 0);
+    written     := coalesce((plan->0->'Plan'->>'Shared Written Blocks')::bigint, 0)
+                 + coalesce((plan->0->'Plan'->>'Local Written Blocks')::bigint, 0)
+                 + coalesce((plan->0->'Plan'->>'Temp Written Blocks')::bigint, 0);
+    ms          := round((plan->0->>'Execution Time')::numeric, 1);
+END
+$f$;
+SQL
+
+declare -A pub_src=([10k]=src_10k [1m]=src_1m)
+declare -A pub_rev=([10k]=0 [1m]=0)
+declare -A pub_query=()
+
+# The content of a dataset's next version: every revision changes qty.
+pub_next_query() {
+    local size=$1
+    pub_rev[$size]=$(( ${pub_rev[$size]} + 1 ))
+    pub_query[$size]="SELECT id, qty + ${pub_rev[$size]} AS qty, amount, label, created FROM ${pub_src[$size]}"
+}
+
+report ""
+report "Sources \`src_10k\` and \`src_1m\` (id bigint primary key, qty int, amount numeric(12,2), label text of 20-40 chars, created timestamptz; VACUUM ANALYZEd; autovacuum off): $(bench_psql -c "SELECT pg_size_pretty(pg_table_size('src_10k')) || ' and ' || pg_size_pretty(pg_table_size('src_1m'))") of heap. Datasets \`ds_10k\` and \`ds_1m\`; version N publishes \`SELECT id, qty + N AS qty, amount, label, created FROM src_...\`, so every version has new content."
+
+say "publishing $pub_keep versions of each dataset (keep => $pub_keep: every later publish drops one)"
+for size in 10k 1m; do
+    for ((i = 1; i <= pub_keep; i++)); do
+        pub_next_query "$size"
+        bench_psql -c "SELECT idem.publish('ds_$size', \$q\$${pub_query[$size]}\$q\$, keep => $pub_keep)" >/dev/null
+    done
+done
+
+# pub_flip_round SIZE ROUND: one flip of ds_SIZE to new content with a reader
+# (session A) holding the view; the timestamps go to pub_rounds.
+pub_flip_round() {
+    local size=$1 round=$2 dir rc_a rc_b deadline
+    local ds=ds_$size
+    pub_next_query "$size"
+    dir=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
+    # A: a reader holding the view; reports when it holds it, waits (in the
+    # server) for B to queue behind it, then reads the clock and commits in
+    # one message (\; : one simple query, no round trip in between).
+    timeout "$pub_timeout" psql -X -q -At -v ON_ERROR_STOP=1 >"$dir/a.out" 2>"$dir/a.err" <<SQL &
+BEGIN;
+LOCK TABLE $ds IN ACCESS SHARE MODE;
+\! touch $dir/locked
+SELECT 'W ' || bench_.await_lock_waiter('$ds', $pub_timeout);
+SELECT 'T0 ' || clock_timestamp() \; COMMIT;
+SQL
+    local pid_a=$!
+    deadline=$((SECONDS + pub_timeout))
+    while [ ! -e "$dir/locked" ]; do
+        if ! kill -0 "$pid_a" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+            wait "$pid_a" || true
+            echo "publish bench: session A did not lock $ds: $(cat "$dir/a.err")" >&2
+            rm -rf "$dir"; return 1
+        fi
+        sleep 0.01
+    done
+    # B: the publisher.
+    timeout "$pub_timeout" psql -X -q -At -v ON_ERROR_STOP=1 >"$dir/b.out" 2>"$dir/b.err" <<SQL &
+SELECT 'S ' || clock_timestamp();
+BEGIN;
+SELECT 'V ' || idem.publish('$ds', \$q\$${pub_query[$size]}\$q\$, keep => $pub_keep);
+SELECT 'T1 ' || clock_timestamp();
+COMMIT;
+SELECT 'T2 ' || clock_timestamp();
+SQL
+    local pid_b=$!
+    rc_a=0; wait "$pid_a" || rc_a=$?
+    rc_b=0; wait "$pid_b" || rc_b=$?
+    if [ "$rc_a" -ne 0 ] || [ "$rc_b" -ne 0 ]; then
+        echo "publish bench: flip round $round of $ds failed (A: exit $rc_a, B: exit $rc_b)" >&2
+        cat "$dir/a.err" "$dir/b.err" >&2
+        rm -rf "$dir"; return 1
+    fi
+    local -A v=()
+    local tag rest
+    while read -r tag rest; do v[$tag]=$rest; done < <(cat "$dir/a.out" "$dir/b.out")
+    rm -rf "$dir"
+    for tag in S V W T0 T1 T2; do
+        [ -n "${v[$tag]:-}" ] || { echo "publish bench: round $round of $ds: no $tag in the output" >&2; return 1; }
+    done
+    bench_psql -c "INSERT INTO pub_rounds VALUES ('$size', $round, ${v[V]}, '${v[S]}', '${v[W]}', '${v[T0]}', '${v[T1]}', '${v[T2]}')"
+}
+
+say "flip latency: $BENCH_WARMUP warm-up + $pub_rounds rounds per size, a reader holding the view"
+sizes=(10k 1m)
+for ((r = 1 - BENCH_WARMUP; r <= pub_rounds; r++)); do
+    for ((k = 0; k < 2; k++)); do
+        pub_flip_round "${sizes[(k + r + 2) % 2]}" "$r"
+    done
+done
+bench_psql -c "DELETE FROM pub_rounds WHERE round < 1"
+
+# Every round's publish must have made a new version, the view pointing at it.
+pub_bad=$(bench_psql -c "
+    SELECT count(*) FROM pub_rounds r
+    WHERE r.version <> (SELECT v.version FROM idem.versions('ds_' || r.size) v WHERE v.is_current) - ($pub_rounds - r.round)")
+[ "$pub_bad" = 0 ] || { echo "publish bench: the flip rounds did not publish one version each" >&2; return 1; }
+
+declare -A flip_med=()
+report ""
+report "### 1. Flip latency with a reader holding the view"
+report ""
+report "Per round, session A \`LOCK TABLE ds IN ACCESS SHARE MODE\` (a reader); session B \`BEGIN; SELECT idem.publish(ds, <new content>); COMMIT\` checksums the query and builds the version table, then queues for the view's ACCESS EXCLUSIVE lock; once B shows in pg_locks / pg_stat_activity as waiting, A reads clock_timestamp() (T0) and commits in the same message. **flip** = T1 - T0 with T1 read by B right after publish returns (same transaction): the time from the lock being released (so granted) to publish returning; it includes A's commit and B's wake-up. **commit** = B's COMMIT (T2 - T1). **build** = B's publish start to A seeing B wait (checksum + CREATE TABLE AS + audit, before the lock). Every publish also drops its oldest version (keep => $pub_keep). $pub_rounds rounds per size after $BENCH_WARMUP warm-up round(s), sizes alternating."
+report ""
+report "| dataset | rows | build ms (median) | flip ms: median | min | max | commit ms (median) |"
+report "|---|---:|---:|---:|---:|---:|---:|"
+while IFS='|' read -r size rows build fmed fmin fmax cmed; do
+    flip_med[$size]=$fmed
+    report "| \`ds_$size\` | $rows | $build | $fmed | $fmin | $fmax | $cmed |"
+done < <(bench_psql -F '|' -c "
+    WITH s AS (
+        SELECT size,
+               extract(epoch FROM waiting - started) * 1000 AS build,
+               extract(epoch FROM returned - released) * 1000 AS flip,
+               extract(epoch FROM committed - returned) * 1000 AS cmt
+        FROM pub_rounds)
+    SELECT size,
+           to_char((SELECT row_count FROM idem.versions('ds_' || size) WHERE is_current), 'FM9,999,999'),
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY build)::numeric, 0),
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY flip)::numeric, 1),
+           round(min(flip)::numeric, 1), round(max(flip)::numeric, 1),
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY cmt)::numeric, 1)
+    FROM s GROUP BY size ORDER BY size DESC")
+
+report ""
+report "Per round (ms), in order: $(bench_psql -c "
+    SELECT string_agg(size || ' r' || round || ': flip ' || round((extract(epoch FROM returned - released) * 1000)::numeric, 1)
+                      || ', commit ' || round((extract(epoch FROM committed - returned) * 1000)::numeric, 1), '; '
+                      ORDER BY started)
+    FROM pub_rounds")"
+
+bench_goal_begin
+bench_goal "flip latency, 10k rows (median)" "${flip_med[10k]}" "<=" 50 " ms"
+bench_goal "flip latency, 1M rows (median)" "${flip_med[1m]}" "<=" 50 " ms"
+bench_goal "flip latency 1M / 10k rows" "$(bench_ratio "${flip_med[1m]}" "${flip_med[10k]}")" "<=" 2 x
+
+# 2. The identical republish: the current content of each dataset again.
+report ""
+report "### 2. Identical republish"
+report ""
+report "\`SELECT idem.publish(ds, <the query of the current version>)\`, first call after the last flip, run as \`EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON)\` (the top node's counters include the SPI statements inside the function); in the same transaction: the transaction id (none assigned = nothing written, not even a row lock) and the rows inserted/updated/deleted in any table (pg_stat_xact_user_tables); before and after: the version tables \`ds_...__v%\` and the view's definition."
+report ""
+report "| dataset | current version | returned version | new version tables | xid assigned | rows written | WAL records | WAL bytes | WAL FPI | buffers dirtied | buffers written | view changed |"
+report "|---|---:|---:|---:|:---:|---:|---:|---:|---:|---:|---:|:---:|"
+declare -A same_wal=() same_rows=() same_tables=() same_xid=() same_version_ok=() same_ms=()
+for size in 10k 1m; do
+    q=${pub_query[$size]}
+    read -r ver_before tables_before def_before < <(bench_psql -F ' ' -c "
+        SELECT (SELECT version FROM idem.versions('ds_$size') WHERE is_current),
+               (SELECT count(*) FROM pg_class WHERE relname LIKE 'ds\_${size}\_\_v%' AND relkind = 'r'),
+               md5(pg_get_viewdef('ds_$size'::regclass))")
+    mapfile -t out < <(bench_psql -F '|' <<SQL
+BEGIN;
+SELECT * FROM bench_.explain_counters(\$e\$SELECT idem.publish('ds_$size', \$q\$$q\$q\$, keep => $pub_keep)\$e\$);
+SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NULL THEN 'no' ELSE 'yes' END,
+       (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_xact_user_tables);
+SELECT idem.publish('ds_$size', \$q\$$q\$q\$, keep => $pub_keep);
+COMMIT;
+SQL
+)
+    IFS='|' read -r wal_rec wal_fpi wal_bytes dirtied written ms <<<"${out[0]}"
+    IFS='|' read -r xid rows_w <<<"${out[1]}"
+    ret=${out[2]}
+    read -r tables_after def_after < <(bench_psql -F ' ' -c "
+        SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'ds\_${size}\_\_v%' AND relkind = 'r'),
+               md5(pg_get_viewdef('ds_$size'::regclass))")
+    same_wal[$size]=$wal_bytes
+    same_rows[$size]=$rows_w
+    same_tables[$size]=$((tables_after - tables_before))
+    same_xid[$size]=$xid
+    same_version_ok[$size]=$([ "$ret" = "$ver_before" ] && echo 1 || echo 0)
+    same_ms[$size]=$ms
+    report "| \`ds_$size\` | $ver_before | $ret | ${same_tables[$size]} | $xid | $rows_w | $wal_rec | $wal_bytes | $wal_fpi | $dirtied | $written | $([ "$def_before" = "$def_after" ] && echo no || echo yes) |"
+done
+report ""
+report "EXPLAIN's own execution time of that first call: $(for size in 10k 1m; do printf '%s %s ms; ' "ds_$size" "${same_ms[$size]}"; done | sed 's/; $//'). Then the same call a second time in that transaction returned the version shown."
+
+# Its time: the republish against the query alone and one checksum of it.
+declare -A same_ratio=()
+for size in 10k 1m; do
+    q=${pub_query[$size]}
+    report ""
+    report "#### Identical republish of \`ds_$size\`: time"
+    bench_compare "republish_$size" \
+        "republish_$size" "SELECT idem.publish('ds_$size', \$q\$$q\$q\$)" \
+        "query_$size"     "SELECT count(*) FROM ($q) q" \
+        "checksum_$size"  "SELECT idem.checksum_query(\$q\$$q\$q\$)"
+    same_ratio[$size]=$(bench_ratio "${BENCH_MEDIAN[republish_$size]}" \
+        "$(awk -v a="${BENCH_MEDIAN[query_$size]}" -v b="${BENCH_MEDIAN[checksum_$size]}" 'BEGIN { print a + b }')")
+    report ""
+    report "- republish / (query + checksum_query): ${same_ratio[$size]}x; republish / checksum_query alone: $(bench_ratio "${BENCH_MEDIAN[republish_$size]}" "${BENCH_MEDIAN[checksum_$size]}")x (checksum_query runs the query too, so query + checksum_query counts the query twice)"
+done
+report ""
+report "Version tables after the timing rounds: $(bench_psql -c "SELECT string_agg(v, ', ' ORDER BY v) FROM (SELECT left(relname, position('__v' in relname) - 1) || ': ' || count(*) AS v FROM pg_class WHERE relname LIKE 'ds\_%\_\_v%' AND relkind = 'r' GROUP BY 1) s") (keep => $pub_keep; the timed republishes made none)."
+
+bench_goal_begin
+for size in 10k 1m; do
+    bench_goal "identical republish of $size rows: WAL bytes" "${same_wal[$size]}" "<=" 0
+    bench_goal "identical republish of $size rows: rows written, any table" "${same_rows[$size]}" "<=" 0
+    bench_goal "identical republish of $size rows: transaction ids assigned" "$([ "${same_xid[$size]}" = no ] && echo 0 || echo 1)" "<=" 0
+    bench_goal "identical republish of $size rows: new version tables" "${same_tables[$size]}" "<=" 0
+    bench_goal "identical republish of $size rows: returns the current version (1 = yes)" "${same_version_ok[$size]}" ">=" 1
+    bench_goal "identical republish of $size rows: time / (query + checksum_query)" "${same_ratio[$size]}" "<=" 1 x
+done
+
+bench_psql >/dev/null <<'SQL'
+ALTER SYSTEM RESET autovacuum;
+SELECT pg_reload_conf();
+SQL

@@ -1,0 +1,24 @@
+// Overwrite the unit of work (api.md section 1): replace_where and
+// overwrite_partition ('rewrite' mode). swap_partition and mode 'swap' are
+// not built yet (see the roadmap in README.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "pg/values.hpp"
+
+struct FunctionCallInfoBaseData;
+
+namespace pg_idempotent {
+
+void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target, const std::string& predicate,
+                   const std::string& query, const std::optional<std::string>& lock_timeout);
+
+// value: the partition key value (typed), or its text for the text overload.
+void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent, const pg::TypedValue& value,
+                         const std::optional<std::string>& value_text, const std::string& query,
+                         const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout);
+
+}  // namespace pg_idempotent
