@@ -187,8 +187,10 @@ COMMIT;
 SELECT 'T2 ' || clock_timestamp() || '|' || bench_.schedstat(pg_backend_pid());
 SQL
     local pid_b=$!
-    rc_a=0; wait "$pid_a" || rc_a=$?
+    # B ends after A's commit, or on an error: then A would wait for it in vain.
     rc_b=0; wait "$pid_b" || rc_b=$?
+    [ "$rc_b" -eq 0 ] || kill "$pid_a" 2>/dev/null || true
+    rc_a=0; wait "$pid_a" || rc_a=$?
     if [ "$rc_a" -ne 0 ] || [ "$rc_b" -ne 0 ]; then
         echo "publish bench: flip round $round of $ds failed (A: exit $rc_a, B: exit $rc_b)" >&2
         cat "$dir/a.err" "$dir/b.err" >&2
@@ -229,17 +231,16 @@ declare -A flip_med=() flip_cpu=()
 report ""
 report "### 1. Flip latency with a reader holding the view"
 report ""
-report "Per round, session A \`LOCK TABLE ds IN ACCESS SHARE MODE\` (a reader); session B \`BEGIN; SELECT idem.publish(ds, <new content>); COMMIT\` checksums the query and builds the version table, then queues for the view's ACCESS EXCLUSIVE lock; once B shows in pg_locks / pg_stat_activity as waiting, A reads clock_timestamp() (T0) and commits in the same message. **flip** = T1 - T0 with T1 read by B right after publish returns (same transaction): the time from the lock being released (so granted) to publish returning; it includes A's commit and B's wake-up. **commit** = B's COMMIT (T2 - T1). **build** = B's publish start to A seeing B wait (checksum + CREATE TABLE AS + audit, before the lock). Every publish also drops its oldest version (keep => $pub_keep). $pub_rounds rounds per size after $BENCH_WARMUP warm-up round(s), sizes alternating."
-report ""
+report "Per round, session A \`LOCK TABLE ds IN ACCESS SHARE MODE\` (a reader); session B \`BEGIN; SELECT idem.publish(ds, <new content>); COMMIT\` checksums the query and builds the version table, then queues for the view's ACCESS EXCLUSIVE lock; once B shows in pg_locks / pg_stat_activity as waiting, A reads clock_timestamp() (T0) and commits in the same message. **flip** = T1 - T0 with T1 read by B right after publish returns (same transaction): the time from the lock being released (so granted) to publish returning; it includes A's commit and B's wake-up. **commit** = B's COMMIT (T2 - T1): readers still queue behind the view's lock until it ends (that is where the dropped version's files are removed), so **view locked** = T2 - T0 is what a reader waits at most; not a goal of the issue, shown for it. **build** = B's publish start to A seeing B wait (checksum + CREATE TABLE AS + audit, before the lock). Every publish also drops its oldest version (keep => $pub_keep). $pub_rounds rounds per size after $BENCH_WARMUP warm-up round(s), sizes alternating."
 report ""
 report "B's time under the lock is split with its /proc/PID/schedstat: **on CPU** (B running) and **run queue** (B runnable, waiting for a CPU: other processes on the machine); the rest of the wall time is B or A sleeping (I/O, A's commit, the wake-up). Load average (1 min) when the rounds started: $pub_load_before; when they ended: $(cut -d' ' -f1 /proc/loadavg) on $(nproc) CPU(s)."
 report ""
-report "| dataset | rows | build ms | flip ms: median | min | max | flip on CPU ms | flip in run queue ms | commit ms | commit on CPU ms |"
-report "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-while IFS='|' read -r size rows build fmed fmin fmax fcpu frq cmed ccpu; do
+report "| dataset | rows | build ms | flip ms: median | min | max | flip on CPU ms | flip in run queue ms | commit ms | commit on CPU ms | view locked ms (flip + commit) |"
+report "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+while IFS='|' read -r size rows build fmed fmin fmax fcpu frq cmed ccpu held; do
     flip_med[$size]=$fmed
     flip_cpu[$size]=$fcpu
-    report "| \`ds_$size\` | $rows | $build | $fmed | $fmin | $fmax | $fcpu | $frq | $cmed | $ccpu |"
+    report "| \`ds_$size\` | $rows | $build | $fmed | $fmin | $fmax | $fcpu | $frq | $cmed | $ccpu | $held |"
 done < <(bench_psql -F '|' -c "
     WITH s AS (
         SELECT size,
@@ -248,7 +249,8 @@ done < <(bench_psql -F '|' -c "
                (cpu_returned - cpu_waiting) / 1e6 AS flip_cpu,
                (rq_returned - rq_waiting) / 1e6 AS flip_rq,
                extract(epoch FROM committed - returned) * 1000 AS cmt,
-               (cpu_committed - cpu_returned) / 1e6 AS cmt_cpu
+               (cpu_committed - cpu_returned) / 1e6 AS cmt_cpu,
+               extract(epoch FROM committed - released) * 1000 AS held
         FROM pub_rounds)
     SELECT size,
            to_char((SELECT row_count FROM idem.versions('ds_' || size) WHERE is_current), 'FM9,999,999'),
@@ -258,7 +260,8 @@ done < <(bench_psql -F '|' -c "
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY flip_cpu)::numeric, 1),
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY flip_rq)::numeric, 1),
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY cmt)::numeric, 1),
-           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY cmt_cpu)::numeric, 1)
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY cmt_cpu)::numeric, 1),
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY held)::numeric, 1)
     FROM s GROUP BY size ORDER BY size DESC")
 
 report ""

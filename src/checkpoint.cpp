@@ -111,6 +111,18 @@ void store(pg::SpiSession& spi, const std::string& job, const TypedValue& value)
     });
 }
 
+// Opens a job for a write of value: the arguments, the caller's grant, the
+// job's row locked for the rest of the transaction, the value's type.
+JobRow open_for_write(pg::SpiSession& spi, const std::string& job, const TypedValue& value)
+{
+    require_job(job);
+    require_value(value, "watermark");
+    check_scope_usage(spi, job, kJobWhat);
+    const JobRow row = load_job(spi, job, true);
+    check_type(job, row, value.type);
+    return row;
+}
+
 }  // namespace
 
 std::optional<std::string> watermark_text(const std::string& job)
@@ -148,12 +160,8 @@ std::optional<std::string> lock_job(const std::string& job, bool nowait)
 
 void advance(const std::string& job, const TypedValue& value, const std::optional<std::string>& expected)
 {
-    require_job(job);
-    require_value(value, "watermark");
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
-    const JobRow row = load_job(spi, job, true);
-    check_type(job, row, value.type);
+    const JobRow row = open_for_write(spi, job, value);
     if (expected) {
         // Compare-and-set: the runner read `expected` (in the canonical text
         // that watermark() and lock_job() return); anything else now stored
@@ -186,12 +194,8 @@ void advance(const std::string& job, const TypedValue& value, const std::optiona
 
 void rewind(const std::string& job, const TypedValue& value)
 {
-    require_job(job);
-    require_value(value, "watermark");
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
-    const JobRow row = load_job(spi, job, true);
-    check_type(job, row, value.type);
+    const JobRow row = open_for_write(spi, job, value);
     const std::string text = pg::canonical_text(value);
     const std::string who = pg::current_user_name();
     pg::as_extension_owner([&] {
@@ -205,12 +209,8 @@ void rewind(const std::string& job, const TypedValue& value)
 
 bool run_once(const std::string& job, const TypedValue& value, const std::string& query)
 {
-    require_job(job);
-    require_value(value, "watermark");
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
-    const JobRow row = load_job(spi, job, true);
-    check_type(job, row, value.type);
+    const JobRow row = open_for_write(spi, job, value);
     if (row.watermark && pg::compare_values(value, pg::parse_canonical(*row.watermark, value.type)) <= 0) {
         spi.finish();
         return false;  // already done up to here

@@ -81,15 +81,9 @@ void lock_unit(pg::SpiSession& spi, std::uint32_t oid, const std::optional<std::
         take();
         return;
     }
-    auto r = spi.query("SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
-                       " THEN pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.interval)"
-                       " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
-                       {Param::of_text(*lock_timeout)});
-    if (!r.rows.at(0)[0])
-        throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval",
-                        {}, "Pass NULL to keep the session's own lock_timeout.");
+    const std::string setting = pg::lock_timeout_setting(spi, *lock_timeout);
     try {
-        pg::with_lock_timeout(*r.rows[0][0] + "ms", take);
+        pg::with_lock_timeout(setting, take);
     } catch (pg::PgError& e) {
         if (pg::error_sqlstate(e) != sqlstate::kLockNotAvailable)
             throw;

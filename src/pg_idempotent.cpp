@@ -215,40 +215,28 @@ Datum idem_save_point(PG_FUNCTION_ARGS)
 
 Datum idem_result(PG_FUNCTION_ARGS)
 {
-    bool is_null = false;
-    Datum d = pg::cpp_entry(fcinfo, [&]() -> Datum {
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
         pg::require_arg(fcinfo, 0, "key");
         pg::require_arg(fcinfo, 1, "scope");
         auto r = pg_idempotent::result(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
-        if (!r) {
-            is_null = true;
-            return Datum(0);
-        }
+        if (!r)
+            return std::nullopt;
         return pg::jsonb_result(*r);
     });
-    if (is_null)
-        PG_RETURN_NULL();
-    return d;
 }
 
 Datum idem_once(PG_FUNCTION_ARGS)
 {
-    bool is_null = false;
-    Datum d = pg::cpp_entry(fcinfo, [&]() -> Datum {
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
         pg::require_arg(fcinfo, 0, "key");
         pg::require_arg(fcinfo, 1, "query");
         pg::require_arg(fcinfo, 2, "scope");
         auto r = pg_idempotent::once(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
                                      pg::arg_text(fcinfo, 3));
-        if (!r) {
-            is_null = true;
-            return Datum(0);
-        }
+        if (!r)
+            return std::nullopt;
         return pg::jsonb_result(*r);
     });
-    if (is_null)
-        PG_RETURN_NULL();
-    return d;
 }
 
 Datum idem_key_status(PG_FUNCTION_ARGS)

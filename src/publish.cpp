@@ -123,18 +123,6 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
     return out;
 }
 
-std::string lock_timeout_ms(pg::SpiSession& spi, const std::string& interval)
-{
-    auto r = spi.query("SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
-                       " THEN pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.interval)"
-                       " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
-                       {Param::of_text(interval)});
-    if (!r.rows.at(0)[0])
-        throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval",
-                        {}, "Pass NULL to keep the session's own lock_timeout.");
-    return *r.rows[0][0] + "ms";
-}
-
 // Points the view at a version table: the only change readers ever see.
 // CREATE OR REPLACE VIEW keeps the view's OID, grants, comments and the
 // views that depend on it; it takes the view's ACCESS EXCLUSIVE lock.
@@ -166,7 +154,7 @@ void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
         }
     };
     if (lock_timeout)
-        pg::with_lock_timeout(lock_timeout_ms(spi, *lock_timeout), run);
+        pg::with_lock_timeout(pg::lock_timeout_setting(spi, *lock_timeout), run);
     else
         run();
 }

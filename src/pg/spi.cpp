@@ -122,6 +122,29 @@ ParamListInfo to_param_list(const SpiArgs& args)
     });
 }
 
+QueryResult copy_result()
+{
+    QueryResult result;
+    result.processed = SPI_processed;
+    SPITupleTable* table = SPI_tuptable;
+    if (table == nullptr)
+        return result;
+    const int natts = table->tupdesc->natts;
+    for (uint64 r = 0; r < SPI_processed; ++r) {
+        Row row;
+        for (int c = 1; c <= natts; ++c) {
+            char* value = pg_call([&] { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
+            if (value == nullptr)
+                row.emplace_back(std::nullopt);
+            else
+                row.emplace_back(std::string(value));
+        }
+        result.rows.push_back(std::move(row));
+    }
+    pg_call([&] { SPI_freetuptable(table); });
+    return result;
+}
+
 void check_spi(int rc, const char* what)
 {
     if (rc < 0) {
@@ -165,54 +188,10 @@ QueryResult SpiSession::query(const std::string& sql, const Params& params)
                                      args.nulls, false, 0);
     });
     check_spi(rc, "SPI_execute_with_args");
-
-    QueryResult result;
-    result.processed = SPI_processed;
-    SPITupleTable* table = SPI_tuptable;
-    if (table == nullptr)
-        return result;
-    const int natts = table->tupdesc->natts;
-    result.rows.reserve(static_cast<std::size_t>(SPI_processed));
-    for (uint64 r = 0; r < SPI_processed; ++r) {
-        Row row;
-        row.reserve(static_cast<std::size_t>(natts));
-        for (int c = 1; c <= natts; ++c) {
-            char* value = pg_call([&] { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
-            if (value == nullptr)
-                row.emplace_back(std::nullopt);
-            else
-                row.emplace_back(std::string(value));
-        }
-        result.rows.push_back(std::move(row));
-    }
-    pg_call([&] { SPI_freetuptable(table); });
-    return result;
+    return copy_result();
 }
 
 namespace {
-QueryResult copy_result()
-{
-    QueryResult result;
-    result.processed = SPI_processed;
-    SPITupleTable* table = SPI_tuptable;
-    if (table == nullptr)
-        return result;
-    const int natts = table->tupdesc->natts;
-    for (uint64 r = 0; r < SPI_processed; ++r) {
-        Row row;
-        for (int c = 1; c <= natts; ++c) {
-            char* value = pg_call([&] { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
-            if (value == nullptr)
-                row.emplace_back(std::nullopt);
-            else
-                row.emplace_back(std::string(value));
-        }
-        result.rows.push_back(std::move(row));
-    }
-    pg_call([&] { SPI_freetuptable(table); });
-    return result;
-}
-
 // Kept plans, by SQL text, for the life of the backend (SPI_keepplan moves
 // them under CacheMemoryContext; the plan cache replans after DDL).
 std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
@@ -363,6 +342,18 @@ void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& 
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         });
     }
+}
+
+std::string lock_timeout_setting(SpiSession& spi, const std::string& interval)
+{
+    auto r = spi.query("SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
+                       " THEN pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.interval)"
+                       " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
+                       {Param::of_text(interval)});
+    if (!r.rows.at(0)[0])
+        throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval",
+                        {}, "Pass NULL to keep the session's own lock_timeout.");
+    return *r.rows[0][0] + "ms";
 }
 
 std::string rows_as_json_array(SpiSession& spi, const std::string& query)

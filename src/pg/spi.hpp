@@ -92,6 +92,11 @@ private:
 // type's input function (so pass settings-independent text: numbers, OIDs).
 void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows);
 
+// A lock_timeout setting ("1500ms") for a positive interval given as text;
+// UserError 22023 otherwise. Functions with a lock_timeout argument apply it
+// with with_lock_timeout around the waits they cause.
+std::string lock_timeout_setting(SpiSession& spi, const std::string& interval);
+
 // Runs caller SQL (as the caller) and returns its rows as a jsonb array of
 // objects in text form ("[]" for none, or for a statement without rows).
 std::string rows_as_json_array(SpiSession& spi, const std::string& query);
