@@ -77,9 +77,13 @@ std::vector<Table> resolve(cli::Database& db, const cli::Options& o)
         if (r.empty())
             throw cli::DbError("table \"" + t + "\" has no columns");
         Table table{r[0][1].value_or(t), r[0][0].value_or(""), r[0][2].value_or("{}"), r[0][3].value_or("")};
-        for (const auto& c : o.exclude_columns)
-            if (table.exclude.find(c) != std::string::npos)
+        for (const auto& c : o.exclude_columns) {
+            auto has = db.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1::oid"
+                                " AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped)",
+                                {table.oid, c});
+            if (has.at(0).at(0) == cli::Cell("t"))
                 used[c] = true;
+        }
         out.push_back(table);
     }
     for (const auto& c : o.exclude_columns) {
@@ -91,7 +95,8 @@ std::vector<Table> resolve(cli::Database& db, const cli::Options& o)
 
 std::string checksum(cli::Database& db, const Table& t)
 {
-    auto r = db.query("SELECT idem.checksum($1::oid::regclass, $2::text[])", {t.oid, t.exclude});
+    // By name, not OID: a job may drop and re-create its table between runs.
+    auto r = db.query("SELECT idem.checksum($1::regclass, $2::text[])", {t.name, t.exclude});
     return r.at(0).at(0).value_or("");
 }
 
@@ -214,8 +219,9 @@ int do_rerun(const cli::Options& o)
     }
 
     if (o.json) {
+        const int runs_done = results.empty() ? 0 : results.back().run;
         std::cout << "{\"rerun_safe\": " << (changed_run == 0 ? "true" : "false") << ", \"runs\": " << o.runs
-                  << ", \"checksums\": [";
+                  << ", \"runs_done\": " << runs_done << ", \"checksums\": [";
         for (std::size_t i = 0; i < results.size(); ++i)
             std::cout << (i ? ", " : "") << "{\"run\": " << results[i].run << ", \"table\": "
                       << json_string(results[i].table) << ", \"checksum\": " << json_string(results[i].checksum) << "}";

@@ -115,3 +115,19 @@ SET ROLE p_publisher;
 SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT 1 AS x')$$);
 RESET ROLE;
 DROP ROLE p_publisher;
+
+-- The same rows under other column names are not the same content.
+SELECT idem.publish('marts.shape', 'SELECT 1 AS a') AS v1;
+SELECT show_error($$SELECT idem.publish('marts.shape', 'SELECT 1 AS b')$$);
+-- The recorded checksum is the stored version's, even for a volatile query.
+SELECT idem.publish('marts.volatile', 'SELECT random() AS x FROM generate_series(1, 5)') AS v1;
+SELECT checksum = idem.checksum(relation) AS recorded_is_stored FROM idem.versions('marts.volatile');
+-- A dropped view is recreated by the next publish, even of the same rows.
+DROP VIEW marts.shape;
+SELECT idem.publish('marts.shape', 'SELECT 1 AS a') AS republished;
+SELECT * FROM marts.shape;
+-- A version table dropped by hand is forgotten by retention, not an error.
+SELECT idem.publish('marts.shape', 'SELECT 2 AS a') AS v3;
+DROP TABLE marts.shape__v1;
+SELECT idem.publish('marts.shape', 'SELECT 3 AS a', keep => 1) AS v4;
+SELECT version, is_current FROM idem.versions('marts.shape');

@@ -181,8 +181,13 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
         if (i < static_cast<std::size_t>(keep) || v.pinned || v.number == current)
             continue;
         std::string error;
-        const pg::Relation table = pg::describe_relation(v.relation);
-        const bool dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
+        auto exists = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
+                                {Param::of_oid(v.relation)});
+        bool dropped = true;
+        if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
+            const pg::Relation table = pg::describe_relation(v.relation);
+            dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
+        }  // else: dropped by hand already; its record goes too
         if (!dropped) {
             pg::warning("version " + std::to_string(v.number) + " of dataset \"" + d.display +
                             "\" is kept: it could not be dropped",
@@ -210,26 +215,61 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     check_scope_usage(spi, d.display, kDatasetWhat);
     // The query's rows, checksummed without writing anything (as the caller),
     // and compared with the current version before any lock is taken: an
-    // identical republish writes nothing at all, not even a row lock.
+    // identical republish writes nothing at all, not even a row lock. The
+    // same content means the same rows, the same column names and types, and
+    // the view still in place.
     const core::MultisetDigest digest = spi.digest_rows(query);
     const std::string checksum = digest.text();
-    std::optional<int> same;
-    pg::as_extension_owner([&] {
-        auto r = spi.query_saved("SELECT v.version::pg_catalog.text FROM idem.datasets d JOIN idem.dataset_versions v"
-                                 " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
-                                 " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
-                                 " AND v.version OPERATOR(pg_catalog.=) d.current_version"
-                                 " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
-                                 " AND v.checksum OPERATOR(pg_catalog.=) $3",
-                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
-        if (!r.rows.empty())
-            same = std::stoi(r.rows[0][0].value_or("0"));
-    });
-    if (same) {
+    std::string shape;
+    for (const auto& c : pg::describe_query(query))
+        shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
+    auto same_as_current = [&]() -> std::optional<int> {
+        std::optional<int> same;
+        std::optional<std::uint32_t> relation;
+        pg::as_extension_owner([&] {
+            auto r = spi.query_saved("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text"
+                                     " FROM idem.datasets d JOIN idem.dataset_versions v"
+                                     " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
+                                     " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
+                                     " AND v.version OPERATOR(pg_catalog.=) d.current_version"
+                                     " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
+                                     " AND v.checksum OPERATOR(pg_catalog.=) $3",
+                                     {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
+            if (!r.rows.empty()) {
+                same = std::stoi(r.rows[0][0].value_or("0"));
+                relation = static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0")));
+            }
+        });
+        if (!same)
+            return std::nullopt;
+        auto view = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
+                              " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
+                              {Param::of_text(d.qualified), Param::of_oid(*relation)});
+        if (!view.rows.at(0)[0] || !view.rows.at(0)[1])
+            return std::nullopt;  // the view or the version table is gone: publish anew
+        std::string current_shape;
+        for (const auto& c : pg::describe_relation(*relation).columns)
+            current_shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
+        if (current_shape != shape)
+            return std::nullopt;  // renamed or retyped columns: not the same content
+        return same;
+    };
+    if (auto same = same_as_current()) {
         spi.finish();
         return *same;  // the same content: a rerun publishes nothing
     }
-    const State state = lock_state(spi, d);
+    // lock_timeout bounds every wait publish causes: the dataset's row (a
+    // concurrent publish of it) and the view.
+    State state;
+    if (lock_timeout)
+        pg::with_lock_timeout(pg::lock_timeout_setting(spi, *lock_timeout), [&] { state = lock_state(spi, d); });
+    else
+        state = lock_state(spi, d);
+    // A concurrent publish of the same content may have won the lock first.
+    if (auto same = same_as_current()) {
+        spi.finish();
+        return *same;
+    }
 
     // A new immutable version table, built as the caller.
     const int version = state.next;
@@ -242,6 +282,16 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
                               {Param::of_text(table)});
     const auto table_oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
+    // The recorded checksum is the stored table's (a volatile query, or
+    // writes between the two runs of it, cannot make the record lie).
+    const std::string stored_checksum = spi.digest_rows("SELECT * FROM " + table).text();
+    // Readers reach the version through the view, with the view owner's
+    // rights: the version belongs to the view's owner.
+    auto owner = spi.query("SELECT pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text FROM pg_catalog.pg_class c"
+                           " WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)",
+                           {Param::of_text(d.qualified)});
+    if (!owner.rows.empty() && owner.rows[0][0])
+        spi.execute("ALTER TABLE " + table + " OWNER TO " + pg::quote_ident(*owner.rows[0][0]));
 
     // Write-audit-publish: the audit sees the candidate as idem_candidate (a
     // CTE, not a temporary object) and must answer true.
@@ -263,7 +313,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
         spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
                         " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
                         {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
-                         Param::of_oid(table_oid), Param::of_int8(static_cast<std::int64_t>(rows)), Param::of_text(checksum)});
+                         Param::of_oid(table_oid), Param::of_int8(static_cast<std::int64_t>(rows)), Param::of_text(stored_checksum)});
     });
     set_current(spi, d, version, version + 1);
     retain(spi, d, keep, version);

@@ -36,7 +36,7 @@ void check_scope_usage(pg::SpiSession& spi, const std::string& scope, const char
             const std::string who = pg::current_user_name();
             throw UserError(sqlstate::kInsufficientPrivilege,
                             "role \"" + who + "\" may not use " + std::string(what) + " \"" + scope + "\"",
-                            "idem's state (keys, their stored results, checkpoints) is readable only by roles allowed to use its scope.",
+                            "idem's state (keys and their results, checkpoints, datasets) is used only by roles allowed its scope.",
                             "A superuser can allow it with SELECT idem.grant_usage('" + who + "') (every scope) or "
                             "idem.grant_usage('" + who + "', '" + scope + "').");
         }
