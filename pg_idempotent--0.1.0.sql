@@ -283,7 +283,7 @@ CREATE TABLE idem.keys (
   key_hash uuid NOT NULL,
   key text NOT NULL,
   fingerprint text,
-  state text NOT NULL CHECK (state IN ('in_progress', 'done')),
+  state text NOT NULL,  -- 'in_progress' or 'done', written only by idem's functions
   result jsonb,
   recovery_point text,
   lease interval,

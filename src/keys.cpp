@@ -35,7 +35,7 @@ std::string lookup_sql()
 {
     return std::string(
                "SELECT k.state, k.fingerprint,"
-               " (k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())::pg_catalog.text,"
+               " COALESCE(k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned(), false)::pg_catalog.text,"
                " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
                " k.lease_until::pg_catalog.text FROM idem.keys k") +
            kWhereKey;
@@ -105,17 +105,21 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 {
     const Param scope = Param::of_text(request.scope);
     const Param key = Param::of_text(request.key);
-    // Two rounds at most: a key forgotten between our insert and our look-up
-    // is simply inserted again.
+    // The key is looked up first: a replay (the common duplicate) is then
+    // answered without an insert, without a transaction id and without WAL.
+    // Two rounds at most: a key forgotten between two steps is claimed anew.
     for (int attempt = 0; attempt < 2; ++attempt) {
-        auto inserted = spi.query_saved(
-            kInsertClaim, {scope, key, Param::of_text(request.fingerprint), Param::of_text(request.lease)});
-        if (!inserted.rows.empty())
-            return true;
-        // The row exists and its inserter has ended (ON CONFLICT waited).
         auto row = lookup(spi, request.scope, request.key);
-        if (!row)
-            continue;
+        if (!row) {
+            auto inserted = spi.query_saved(
+                kInsertClaim, {scope, key, Param::of_text(request.fingerprint), Param::of_text(request.lease)});
+            if (!inserted.rows.empty())
+                return true;
+            // A concurrent claimer inserted it; ON CONFLICT waited for it to end.
+            row = lookup(spi, request.scope, request.key);
+            if (!row)
+                continue;
+        }
         check_fingerprint(*row, request);
         if (row->mine)
             return true;  // this transaction claimed it already
