@@ -558,3 +558,27 @@ CREATE FUNCTION idem.overwrite_partition(parent regclass, value text, query text
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 COMMENT ON FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval) IS
   'overwrite_partition with the value as text, cast to the partition key''s type';
+
+-- ---------------------------------------------------------------------------
+-- State of dropped user tables goes with them: a merge target's tombstones
+-- are deleted when the table is dropped (their regclass would otherwise
+-- dangle, and a new table could reuse the OID).
+CREATE FUNCTION idem._forget_dropped() RETURNS event_trigger
+  LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  DELETE FROM idem.tombstones t
+   USING pg_catalog.pg_event_trigger_dropped_objects() d
+   WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+     AND d.objsubid OPERATOR(pg_catalog.=) 0
+     AND t.target::pg_catalog.oid OPERATOR(pg_catalog.=) d.objid;
+END
+$$;
+REVOKE ALL ON FUNCTION idem._forget_dropped() FROM PUBLIC;
+COMMENT ON FUNCTION idem._forget_dropped() IS
+  'Internal: deletes the tombstones of tables being dropped (sql_drop event trigger)';
+CREATE EVENT TRIGGER idem_forget_dropped ON sql_drop
+  EXECUTE FUNCTION idem._forget_dropped();
+COMMENT ON EVENT TRIGGER idem_forget_dropped IS
+  'Deletes idem''s tombstones of a dropped table';

@@ -113,3 +113,12 @@ SELECT idem.revoke_usage('v_etl');
 REVOKE ALL ON events FROM v_etl;
 DROP ROLE v_etl;
 SELECT id, state FROM events ORDER BY id;
+
+-- Dropping a merge target drops its tombstones (sql_drop event trigger).
+CREATE TABLE dropped_target (id int PRIMARY KEY, v int NOT NULL);
+SELECT * FROM idem.merge_query('dropped_target', 'SELECT 1 AS id, 5 AS v, true AS gone',
+                               version_column => 'v', delete_column => 'gone');
+SELECT count(*) AS tombstones_before FROM idem.tombstones WHERE target = 'dropped_target'::regclass;
+SELECT 'dropped_target'::regclass::oid AS dropped_oid \gset
+DROP TABLE dropped_target;
+SELECT count(*) AS tombstones_after FROM idem.tombstones WHERE target::oid = :dropped_oid;
