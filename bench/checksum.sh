@@ -6,26 +6,13 @@
 # and 1M rows: it must not grow with the table.
 
 say "loading 1,000,000 rows (and a 100,000-row copy)"
-bench_psql <<'SQL'
-CREATE TABLE t (
-    id      bigint PRIMARY KEY,
-    qty     int NOT NULL,
-    amount  numeric(12,2) NOT NULL,
-    label   text NOT NULL,           -- 20 to 40 characters
-    created timestamptz NOT NULL
-);
-INSERT INTO t
-SELECT g,
-       (g * 7919) % 100003,
-       ((g * 104729) % 10000000) / 100.0,
-       left(md5(g::text) || md5((-g)::text), 20 + (g % 21)::int),
-       timestamptz '2024-01-01 00:00+00' + g * interval '17 seconds'
-FROM generate_series(1::bigint, 1000000) g;
+{ bench_standard_table t 1000000; cat <<'SQL'
 CREATE TABLE t_100k (LIKE t INCLUDING ALL);
 INSERT INTO t_100k SELECT * FROM t WHERE id <= 100000;
 VACUUM ANALYZE t;
 VACUUM ANALYZE t_100k;
 SQL
+} | bench_psql
 
 report ""
 report "Table \`t\`: $(bench_psql -F ' ' -c "

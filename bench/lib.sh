@@ -203,3 +203,25 @@ bench_status_kb() {
     done 2>/dev/null <"/proc/$1/status" || return 1
     return 1
 }
+
+# bench_standard_table NAME ROWS: the SQL that creates and fills the 5-column
+# table the benchmarks share (id bigint primary key, qty int, amount
+# numeric(12,2), label text of 20-40 characters, created timestamptz).
+bench_standard_table() {
+    cat <<SQL
+CREATE TABLE $1 (
+    id      bigint PRIMARY KEY,
+    qty     int NOT NULL,
+    amount  numeric(12,2) NOT NULL,
+    label   text NOT NULL,           -- 20 to 40 characters
+    created timestamptz NOT NULL
+);
+INSERT INTO $1
+SELECT g,
+       (g * 7919) % 100003,
+       ((g * 104729) % 10000000) / 100.0,
+       left(md5(g::text) || md5((-g)::text), 20 + (g % 21)::int),
+       timestamptz '2024-01-01 00:00+00' + g * interval '17 seconds'
+FROM generate_series(1::bigint, $2) g;
+SQL
+}

@@ -35,21 +35,7 @@ SELECT pg_reload_conf();
 SQL
 
 say "loading 1,000,000 rows (src_1m) and its first 10,000 (src_10k)"
-bench_psql <<'SQL'
-CREATE TABLE src_1m (
-    id      bigint PRIMARY KEY,
-    qty     int NOT NULL,
-    amount  numeric(12,2) NOT NULL,
-    label   text NOT NULL,           -- 20 to 40 characters
-    created timestamptz NOT NULL
-);
-INSERT INTO src_1m
-SELECT g,
-       (g * 7919) % 100003,
-       ((g * 104729) % 10000000) / 100.0,
-       left(md5(g::text) || md5((-g)::text), 20 + (g % 21)::int),
-       timestamptz '2024-01-01 00:00+00' + g * interval '17 seconds'
-FROM generate_series(1::bigint, 1000000) g;
+{ bench_standard_table src_1m 1000000; cat <<'SQL'
 CREATE TABLE src_10k (LIKE src_1m INCLUDING ALL);
 INSERT INTO src_10k SELECT * FROM src_1m WHERE id <= 10000;
 VACUUM ANALYZE src_1m;
@@ -127,6 +113,7 @@ BEGIN
 END
 $f$;
 SQL
+} | bench_psql
 
 declare -A pub_src=([10k]=src_10k [1m]=src_1m)
 declare -A pub_rev=([10k]=0 [1m]=0)

@@ -1,5 +1,7 @@
 #include "keys.hpp"
 
+#include <functional>
+
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
 #include "pg/spi.hpp"
@@ -101,6 +103,27 @@ void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
     }
 }
 
+UserError leased_error(const ClaimRequest& request, const char* how)
+{
+    return UserError(sqlstate::kLockNotAvailable,
+                     "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope + "\" " + how,
+                     "idem.key_status shows until when.",
+                     "Retry after the lease expires, or let that worker finish.");
+}
+
+// The frame of every per-key function: the arguments, the caller's grant,
+// then body on idem.keys as the extension owner.
+void on_key_state(const std::string& key, const std::string& scope,
+                  const std::function<void(pg::SpiSession&)>& body)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, scope, kKeysWhat);
+    pg::as_extension_owner([&] { body(spi); });
+    spi.finish();
+}
+
 bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 {
     const Param scope = Param::of_text(request.scope);
@@ -122,13 +145,8 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
             return true;  // this transaction claimed it already
         if (row->state == "done")
             return false;
-        if (row->lease_live) {
-            throw UserError(sqlstate::kLockNotAvailable,
-                            "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
-                                "\" is leased by another worker",
-                            "idem.key_status shows until when.",
-                            "Retry after the lease expires, or let that worker finish.");
-        }
+        if (row->lease_live)
+            throw leased_error(request, "is leased by another worker");
         auto took = spi.query_saved(takeover_sql(),
                                     {scope, key, Param::of_text(request.lease), Param::of_text(request.fingerprint)});
         if (!took.rows.empty())
@@ -137,9 +155,7 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
     }
     auto row = lookup(spi, request.scope, request.key);
     if (row && row->lease_live)
-        throw UserError(sqlstate::kLockNotAvailable,
-                        "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
-                            "\" was just taken over by another worker");
+        throw leased_error(request, "was just taken over by another worker");
     return false;
 }
 
@@ -214,11 +230,7 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
 
 void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope)
 {
-    require_text(key, "key");
-    require_text(scope, "scope");
-    pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
-    pg::as_extension_owner([&] {
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
         auto done = spi.query_saved(
             std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
                         " completed_at = pg_catalog.now(), lease_until = NULL") +
@@ -237,16 +249,11 @@ void complete(const std::string& key, const std::optional<std::string>& result_j
                         "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is already complete",
                         "An earlier transaction completed it; its result stays as it was.");
     });
-    spi.finish();
 }
 
 void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope)
 {
-    require_text(key, "key");
-    require_text(scope, "scope");
-    pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
-    pg::as_extension_owner([&] {
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
         auto saved = spi.query_saved(
             std::string("UPDATE idem.keys k SET recovery_point = $3,"
                         " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
@@ -257,23 +264,17 @@ void save_point(const std::string& key, const std::string& recovery_point, const
                             "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is not in progress",
                             "save_point records progress of a key claimed with a lease.");
     });
-    spi.finish();
 }
 
 std::optional<std::string> result(const std::string& key, const std::string& scope)
 {
-    require_text(key, "key");
-    require_text(scope, "scope");
-    pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
     std::optional<std::string> out;
-    pg::as_extension_owner([&] {
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
         auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey,
                                  {Param::of_text(scope), Param::of_text(key)});
         if (!r.rows.empty())
             out = r.rows[0][0];
     });
-    spi.finish();
     return out;
 }
 
@@ -315,11 +316,7 @@ std::optional<std::string> once(const std::string& key, const std::string& query
 
 void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const std::string& scope)
 {
-    require_text(key, "key");
-    require_text(scope, "scope");
-    pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
-    pg::as_extension_owner([&] {
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
         spi.return_rows(fcinfo,
                         std::string("SELECT CASE WHEN k.state OPERATOR(pg_catalog.=) 'in_progress'"
                                     " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
@@ -328,22 +325,16 @@ void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const 
                             kWhereKey,
                         {Param::of_text(scope), Param::of_text(key)}, true);
     });
-    spi.finish();
 }
 
 bool forget(const std::string& key, const std::string& scope)
 {
-    require_text(key, "key");
-    require_text(scope, "scope");
-    pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
     bool forgotten = false;
-    pg::as_extension_owner([&] {
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
         auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + kWhereKey + " RETURNING true",
                                  {Param::of_text(scope), Param::of_text(key)});
         forgotten = !r.rows.empty();
     });
-    spi.finish();
     return forgotten;
 }
 

@@ -24,7 +24,7 @@ std::string display(const pg::Relation& r) { return r.schema + "." + r.name; }
 // position onto the target's (as INSERT INTO t SELECT does) and cast to
 // their types, named as the target's columns so a predicate over the
 // target's columns can be evaluated on them.
-std::string converted_rows(pg::SpiSession& spi, const pg::Relation& target, const std::string& query)
+std::string converted_rows(const pg::Relation& target, const std::string& query)
 {
     std::vector<pg::Column> writable;
     for (const auto& c : target.columns)
@@ -46,7 +46,6 @@ std::string converted_rows(pg::SpiSession& spi, const pg::Relation& target, cons
         exprs.push_back("CAST(q." + pg::quote_ident(cols[i].name) + " AS " + writable[i].qualified_type + ") AS " +
                         pg::quote_ident(writable[i].name));
     }
-    (void)spi;
     return "SELECT " + core::join(exprs) + " FROM (" + query + "\n) AS q";
 }
 
@@ -114,7 +113,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     // the first one's rows and finds nothing to change.
     lock_unit(spi, target_oid, lock_timeout, "\"" + display(target) + "\"");
 
-    const std::string rows = converted_rows(spi, target, query);
+    const std::string rows = converted_rows(target, query);
     const std::string unit = stored_rows(target, target.qualified) + " WHERE (" + predicate + "\n)";
     const std::string rows_named = "SELECT * FROM (" + rows + ") AS " + pg::quote_ident(target.name);
     // Every new row must belong to the unit it replaces.
@@ -228,7 +227,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     // One overwrite of a partition at a time.
     lock_unit(spi, *partition, lock_timeout, "partition \"" + display(part) + "\"");
 
-    const std::string rows = converted_rows(spi, parent, query);
+    const std::string rows = converted_rows(parent, query);
     const std::int64_t outside =
         count_of(spi, "SELECT * FROM (" + rows + ") AS k WHERE NOT COALESCE((" + constraint + "), false)");
     if (outside > 0)
