@@ -19,6 +19,10 @@ source test/lib/deps.sh
 source test/lib/cluster.sh
 
 SUITES=${SUITES:-"unit regress isolation tap"}
+# Logs and pg_regress output go to a directory of this run, so two runs on
+# one machine (a developer and CI, or two worktrees) never mix their results.
+RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
+chmod a+rwx "$RUN_DIR"
 PASSED=0
 FAILED=0
 FAILURES=()
@@ -33,6 +37,7 @@ finish() {
     if [ ${#FAILURES[@]} -gt 0 ]; then
         echo "failed: ${FAILURES[*]}"
     fi
+    echo "logs: $RUN_DIR"
     echo "$PASSED passed, $FAILED failed"
 }
 trap finish EXIT
@@ -44,17 +49,26 @@ ensure_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
 ensure_locale de_DE.UTF-8
 
 echo "== build"
-if ! make -s -j2 >/tmp/pg_idempotent-build.log 2>&1; then
-    cat /tmp/pg_idempotent-build.log
+# The installed module is shared by every run on this machine (a developer's,
+# CI's, another worktree's): build and install holding the lock exclusively,
+# then hold it shared until this run ends, so no other run replaces the module
+# under these tests. Runs of the same checkout still overlap.
+exec 9>>/tmp/pg_idempotent-install.lock
+chmod a+rw /tmp/pg_idempotent-install.lock 2>/dev/null || true
+flock 9
+if ! make -s -j2 >"$RUN_DIR/build.log" 2>&1; then
+    cat "$RUN_DIR/build.log"
     note_result build fail
     exit 1
 fi
-if ! make -s install >/tmp/pg_idempotent-install.log 2>&1; then
-    cat /tmp/pg_idempotent-install.log
+if ! make -s install >"$RUN_DIR/install.log" 2>&1; then
+    cat "$RUN_DIR/install.log"
     echo "make install failed: run as root or with write access to $(make -s -f /dev/null 2>/dev/null; /usr/lib/postgresql/15/bin/pg_config --pkglibdir)" >&2
     note_result install fail
     exit 1
 fi
+
+flock -s 9
 
 PGXS_DIR=$(cd "$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")/../.." && pwd)
 
@@ -75,10 +89,10 @@ count_regress_output() {  # file prefix
 
 if wants unit; then
     echo "== unit (GoogleTest)"
-    if bash test/unit/run.sh >/tmp/pg_idempotent-unit.log 2>&1; then :; fi
-    cat /tmp/pg_idempotent-unit.log | grep -E "^\[ *(OK|FAILED|PASSED) *\]" || cat /tmp/pg_idempotent-unit.log
-    ok=$(grep -cE "^\[ +OK \]" /tmp/pg_idempotent-unit.log || true)
-    bad=$(grep -E "^\[  FAILED  \] [A-Za-z]" /tmp/pg_idempotent-unit.log | grep -vc " listed below" || true)
+    if bash test/unit/run.sh >"$RUN_DIR/unit.log" 2>&1; then :; fi
+    cat "$RUN_DIR/unit.log" | grep -E "^\[ *(OK|FAILED|PASSED) *\]" || cat "$RUN_DIR/unit.log"
+    ok=$(grep -cE "^\[ +OK \]" "$RUN_DIR/unit.log" || true)
+    bad=$(grep -E "^\[  FAILED  \] [A-Za-z]" "$RUN_DIR/unit.log" | grep -vc " listed below" || true)
     if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then note_result unit/no-tests-ran fail; fi
     PASSED=$((PASSED + ok)); FAILED=$((FAILED + bad))
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
@@ -92,36 +106,34 @@ fi
 
 if wants regress; then
     echo "== regress (pg_regress)"
-    rm -rf results regression.diffs regression.out
     before=$((PASSED + FAILED))
     "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
-        --inputdir=. --outputdir=. --dbname=idem_regress --load-extension=pg_idempotent \
-        $(cd sql && ls *.sql | sed "s/\.sql$//" | LC_ALL=C sort) >/tmp/pg_idempotent-regress.log 2>&1
+        --inputdir=. --outputdir="$RUN_DIR/regress" --dbname=idem_regress --load-extension=pg_idempotent \
+        $(cd sql && ls *.sql | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/regress.log" 2>&1
     rc=$?
-    cat /tmp/pg_idempotent-regress.log
-    count_regress_output /tmp/pg_idempotent-regress.log regress
+    cat "$RUN_DIR/regress.log"
+    count_regress_output "$RUN_DIR/regress.log" regress
     # A runner that could not start, or counted nothing, is a failure too.
     if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
         note_result regress/runner fail
     fi
-    [ -f regression.diffs ] && cat regression.diffs
+    [ -f "$RUN_DIR/regress/regression.diffs" ] && cat "$RUN_DIR/regress/regression.diffs"
 fi
 
 if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     echo "== isolation (pg_isolation_regress)"
-    rm -rf test/output_iso
     "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir=/usr/lib/postgresql/15/bin \
-        --inputdir=test --outputdir=test/output_iso --dbname=idem_isolation \
+        --inputdir=test --outputdir="$RUN_DIR/isolation" --dbname=idem_isolation \
         --load-extension=pg_idempotent \
-        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort) >/tmp/pg_idempotent-iso.log 2>&1
+        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort) >"$RUN_DIR/iso.log" 2>&1
     rc=$?
-    cat /tmp/pg_idempotent-iso.log
+    cat "$RUN_DIR/iso.log"
     before=$((PASSED + FAILED))
-    count_regress_output /tmp/pg_idempotent-iso.log isolation
+    count_regress_output "$RUN_DIR/iso.log" isolation
     if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
         note_result isolation/runner fail
     fi
-    [ -f test/output_iso/regression.diffs ] && cat test/output_iso/regression.diffs
+    [ -f "$RUN_DIR/isolation/regression.diffs" ] && cat "$RUN_DIR/isolation/regression.diffs"
 fi
 
 if wants regress || wants isolation; then
