@@ -1,5 +1,7 @@
 #include "overwrite.hpp"
 
+#include "partitions.hpp"
+#include "swap_partition.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
@@ -13,10 +15,6 @@ namespace {
 using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
-
-// Advisory lock class for "this unit of work is being overwritten": the
-// second key is the relation's OID. Transaction-scoped, released at commit.
-constexpr int kUnitLockClass = 0x1DE0;
 
 std::string display(const pg::Relation& r) { return r.schema + "." + r.name; }
 
@@ -69,32 +67,92 @@ std::string insert_columns(const pg::Relation& target)
     return core::join(names);
 }
 
-void lock_unit(pg::SpiSession& spi, std::uint32_t oid, const std::optional<std::string>& lock_timeout,
-               const std::string& what)
-{
-    auto take = [&] {
-        spi.query("SELECT pg_catalog.pg_advisory_xact_lock($1::pg_catalog.int4, $2::pg_catalog.oid::pg_catalog.int4)",
-                  {Param::of_int4(kUnitLockClass), Param::of_oid(oid)});
-    };
-    if (!lock_timeout) {
-        take();
-        return;
-    }
-    const std::string setting = pg::lock_timeout_setting(spi, *lock_timeout);
-    try {
-        pg::with_lock_timeout(setting, take);
-    } catch (pg::PgError& e) {
-        if (pg::error_sqlstate(e) != sqlstate::kLockNotAvailable)
-            throw;
-        throw UserError(sqlstate::kLockNotAvailable, what + " is being overwritten by another transaction",
-                        "lock_timeout (" + *lock_timeout + ") passed; nothing was changed.");
-    }
-}
-
 std::int64_t count_of(pg::SpiSession& spi, const std::string& sql)
 {
     auto r = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + sql + ") AS c");
     return std::stoll(r.rows.at(0).at(0).value_or("0"));
+}
+
+
+Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, const std::string& key_column,
+                            const std::string& key_cast, const Param& key_param)
+{
+    std::optional<Partition> found;
+    bool default_takes_it = false;
+    for (auto& p : partitions_of(spi, parent.oid)) {
+        auto hit = spi.query("SELECT EXISTS (SELECT FROM (SELECT " + key_cast + " AS " + pg::quote_ident(key_column) +
+                                 ") AS k WHERE " + p.constraint + ")::pg_catalog.text",
+                             {key_param});
+        if (hit.rows.at(0).at(0) != std::optional<std::string>("true"))
+            continue;
+        if (p.is_default)
+            default_takes_it = true;
+        else
+            found = std::move(p);
+    }
+    if (found)
+        return std::move(*found);
+    auto shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param});
+    throw UserError("23514",
+                    "no partition of \"" + display(parent) + "\" holds " + key_column + " = " +
+                        shown.rows.at(0).at(0).value_or("NULL") +
+                        (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
+                    {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
+}
+
+// A row outside the bound makes PostgreSQL's own partition check fail
+// (23514, naming one row); the caller gets the count, as the contract says.
+[[noreturn]] void explain_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
+                                       const pg::PgError& error)
+{
+    const std::int64_t outside = count_of(spi, "SELECT * FROM (" + rows + ") AS k WHERE (" + part.constraint + ") IS FALSE");
+    if (outside == 0)
+        throw error;
+    throw UserError("23514",
+                    std::to_string(outside) + " rows of the query fall outside partition \"" + display(part.rel) + "\"",
+                    "Its bound is: " + part.bound,
+                    "Every row must belong to the partition it overwrites; nothing was changed.");
+}
+
+// Mode 'rewrite': DELETE and INSERT in place, in a subtransaction so that a
+// row outside the bound can be explained and leaves nothing half-done.
+std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
+                               const std::string& rows)
+{
+    std::uint64_t inserted = 0;
+    auto failed = pg::try_in_subtransaction([&] {
+        spi.execute("DELETE FROM " + part.rel.qualified);
+        inserted = spi.execute("INSERT INTO " + part.rel.qualified + " (" + insert_columns(parent) + ") " + rows);
+    });
+    if (failed) {
+        if (pg::error_sqlstate(*failed) != "23514")
+            throw *failed;
+        explain_rows_outside(spi, part, rows, *failed);
+    }
+    return inserted;
+}
+
+// Mode 'swap': a staging table shaped like the partition (same columns, NOT
+// NULLs, defaults, generated columns, storage, tablespace, persistence),
+// loaded with the rows, then swapped in. Indexes are built after the load.
+std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
+                            const std::string& rows, bool keep_old, const std::optional<std::string>& lock_timeout)
+{
+    const std::string staging_name = core::identifier_with_suffix(part.rel.name, "__idem_staging");
+    const std::string staging = pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging_name);
+    auto ts = spi.query("SELECT COALESCE((SELECT ' TABLESPACE ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(t.spcname)"
+                        " FROM pg_catalog.pg_tablespace t WHERE t.oid OPERATOR(pg_catalog.=) c.reltablespace), '')"
+                        " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+                        {Param::of_oid(part.rel.oid)});
+    spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging + " (LIKE " +
+                part.rel.qualified + " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
+                ts.rows.at(0).at(0).value_or(""));
+    const std::uint64_t inserted =
+        spi.execute("INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + rows);
+    auto oid = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(staging)});
+    swap_into(spi, part, static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0"))), keep_old, lock_timeout,
+              "the query");
+    return inserted;
 }
 
 }  // namespace
@@ -111,7 +169,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
         throw UserError(sqlstate::kWrongObjectType, "\"" + display(target) + "\" is not a table");
     // Serialize overwrites of this table: a concurrent rerun waits, then sees
     // the first one's rows and finds nothing to change.
-    lock_unit(spi, target_oid, lock_timeout, "\"" + display(target) + "\"");
+    lock_table_unit(spi, target_oid, lock_timeout, "\"" + display(target) + "\"");
 
     const std::string rows = converted_rows(target, query);
     const std::string unit = stored_rows(target, target.qualified) + " WHERE (" + predicate + "\n)";
@@ -152,7 +210,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     // The partition key: one plain column (multi-column keys go through
     // swap_partition).
     auto key = spi.query("SELECT pt.partnatts::pg_catalog.text, a.attname::pg_catalog.text,"
-                         " a.atttypid::pg_catalog.text, pt.partdefid::pg_catalog.text"
+                         " a.atttypid::pg_catalog.text"
                          " FROM pg_catalog.pg_partitioned_table pt"
                          " LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) pt.partrelid"
                          "  AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0]"
@@ -165,7 +223,6 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
                         "Build the partition yourself and use idem.swap_partition.");
     const std::string key_column = *krow[1];
     const auto key_type = static_cast<std::uint32_t>(std::stoul(krow[2].value_or("0")));
-    const std::string default_part = krow[3].value_or("0");
 
     // The value as the key's type (the text overload casts, as the caller).
     Param key_param = Param::of_value(value);
@@ -180,75 +237,30 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
                         "value is " + pg::type_display(value.type) + " and the partition key \"" + key_column + "\" is " +
                             pg::type_display(key_type));
 
-    // The partition whose bound holds the value: each partition's constraint
-    // (as PostgreSQL deparses it) evaluated on the value alone.
-    auto parts = spi.query("SELECT c.oid::pg_catalog.text, pg_catalog.pg_get_partition_constraintdef(c.oid)"
-                           " FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-                           " WHERE i.inhparent OPERATOR(pg_catalog.=) $1 ORDER BY c.oid",
-                           {Param::of_oid(parent_oid)});
-    std::optional<std::uint32_t> partition;
-    std::string constraint;
-    bool default_takes_it = false;
-    for (const auto& p : parts.rows) {
-        if (!p[1])
-            continue;
-        auto hit = spi.query("SELECT EXISTS (SELECT FROM (SELECT " + key_cast + " AS " + pg::quote_ident(key_column) +
-                                 ") AS k WHERE " + *p[1] + ")::pg_catalog.text",
-                             {key_param});
-        if (hit.rows.at(0).at(0) != std::optional<std::string>("true"))
-            continue;
-        if (p[0] == std::optional<std::string>(default_part)) {
-            default_takes_it = true;
-            continue;
-        }
-        partition = static_cast<std::uint32_t>(std::stoul(p[0].value_or("0")));
-        constraint = *p[1];
-    }
-    if (!partition) {
-        auto shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param});
-        throw UserError("23514",
-                        "no partition of \"" + display(parent) + "\" holds " + key_column + " = " +
-                            shown.rows.at(0).at(0).value_or("NULL") +
-                            (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
-                        {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
-    }
-    const pg::Relation part = pg::describe_relation(*partition);
-    auto sub = spi.query("SELECT c.relkind::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
-                         {Param::of_oid(*partition)});
-    if (sub.rows.at(0).at(0) == std::optional<std::string>("p"))
-        throw UserError("0A000", "partition \"" + display(part) + "\" is itself partitioned",
+    // The partition whose bound holds the value; found again once the unit
+    // lock is held, because a concurrent swap may have replaced it meanwhile.
+    auto find = [&] { return partition_holding(spi, parent, key_column, key_cast, key_param); };
+    const Partition found = find();
+    lock_partition_unit(spi, found, lock_timeout, "partition \"" + display(found.rel) + "\"");
+    const Partition part = find();
+    if (part.partitioned)
+        throw UserError("0A000", "partition \"" + display(part.rel) + "\" is itself partitioned",
                         {}, "Overwrite its own partitions.");
-    if (mode == "swap")
-        throw UserError("0A000", "mode 'swap' is not available in this version",
-                        "idem.swap_partition is not built yet; mode 'rewrite' overwrites the partition in place.",
-                        "Use mode => 'rewrite'.");
-    (void)keep_old;
 
-    // One overwrite of a partition at a time.
-    lock_unit(spi, *partition, lock_timeout, "partition \"" + display(part) + "\"");
-
+    // The same rows already there: nothing is written at all (no staging
+    // table, no lock on the parent).
     const std::string rows = converted_rows(parent, query);
-    const std::int64_t outside =
-        count_of(spi, "SELECT * FROM (" + rows + ") AS k WHERE NOT COALESCE((" + constraint + "), false)");
-    if (outside > 0)
-        throw UserError("23514",
-                        std::to_string(outside) + " rows of the query fall outside partition \"" + display(part) + "\"",
-                        "Its bound is: " + constraint,
-                        "Every row must belong to the partition it overwrites; nothing was changed.");
-
-    // The same rows already there: nothing is written at all.
-    const core::MultisetDigest now = spi.digest_rows(stored_rows(parent, part.qualified));
+    const core::MultisetDigest now = spi.digest_rows(stored_rows(parent, part.rel.qualified));
     if (now.text() == spi.digest_rows(rows).text()) {
         spi.return_rows(fcinfo, "SELECT 'skipped'::pg_catalog.text, $1::pg_catalog.int8",
                         {Param::of_int8(static_cast<std::int64_t>(now.count()))});
         spi.finish();
         return;
     }
-    spi.execute("DELETE FROM " + part.qualified);
-    const std::uint64_t inserted =
-        spi.execute("INSERT INTO " + part.qualified + " (" + insert_columns(parent) + ") " + rows);
-    spi.return_rows(fcinfo, "SELECT 'rewritten'::pg_catalog.text, $1::pg_catalog.int8",
-                    {Param::of_int8(static_cast<std::int64_t>(inserted))});
+    const std::uint64_t written = mode == "swap" ? load_and_swap(spi, parent, part, rows, keep_old, lock_timeout)
+                                                 : rewrite_in_place(spi, parent, part, rows);
+    spi.return_rows(fcinfo, "SELECT $1::pg_catalog.text, $2::pg_catalog.int8",
+                    {Param::of_text(mode == "swap" ? "swapped" : "rewritten"), Param::of_int8(static_cast<std::int64_t>(written))});
     spi.finish();
 }
 

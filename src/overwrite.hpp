@@ -1,6 +1,6 @@
 // Overwrite the unit of work (api.md section 1): replace_where and
-// overwrite_partition ('rewrite' mode). swap_partition and mode 'swap' are
-// not built yet (see the roadmap in README.md).
+// overwrite_partition (modes 'rewrite' and 'swap'; swap_partition.hpp has the
+// swap itself).
 #pragma once
 
 #include <cstdint>

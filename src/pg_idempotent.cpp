@@ -9,6 +9,7 @@
 #include "overwrite.hpp"
 #include "publish.hpp"
 #include "rerun.hpp"
+#include "swap_partition.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
 
@@ -73,6 +74,7 @@ PG_FUNCTION_INFO_V1(idem__from_canonical);
 PG_FUNCTION_INFO_V1(idem_replace_where);
 PG_FUNCTION_INFO_V1(idem_overwrite_partition);
 PG_FUNCTION_INFO_V1(idem_overwrite_partition_text);
+PG_FUNCTION_INFO_V1(idem_swap_partition);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -465,6 +467,17 @@ static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
 
 Datum idem_overwrite_partition(PG_FUNCTION_ARGS) { return overwrite_entry(fcinfo, false); }
 Datum idem_overwrite_partition_text(PG_FUNCTION_ARGS) { return overwrite_entry(fcinfo, true); }
+
+Datum idem_swap_partition(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "partition");
+        pg::require_arg(fcinfo, 1, "staging");
+        pg::require_arg(fcinfo, 2, "keep_old");
+        return ObjectIdGetDatum(pg_idempotent::swap_partition(*pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
+                                                              *pg::arg_bool(fcinfo, 2), pg::arg_interval_text(fcinfo, 3)));
+    });
+}
 
 }  // extern "C"
 #pragma GCC visibility pop

@@ -19,7 +19,6 @@ using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
 const char* const kDatasetWhat = "the dataset";
-constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1
 
 struct Dataset {
     std::string schema;
@@ -58,20 +57,10 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
     return d;
 }
 
-// "<name>__v<n>", the name cut (on a character boundary) so that the whole
-// stays within 63 bytes.
+// "<name>__v<n>", within the 63-byte identifier limit.
 std::string version_table_name(const std::string& name, int version)
 {
-    const std::string suffix = "__v" + std::to_string(version);
-    std::string base = name;
-    const std::size_t limit = kMaxIdentifierBytes - suffix.size();
-    if (base.size() > limit) {
-        std::size_t cut = limit;
-        while (cut > 0 && (static_cast<unsigned char>(base[cut]) & 0xC0) == 0x80)
-            --cut;  // do not split a UTF-8 character
-        base.resize(cut);
-    }
-    return base + suffix;
+    return core::identifier_with_suffix(name, "__v" + std::to_string(version));
 }
 
 struct State {

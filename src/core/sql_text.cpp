@@ -19,4 +19,38 @@ std::string select_columns(const std::vector<std::string>& quoted_columns,
     return "SELECT " + join(quoted_columns) + " FROM " + qualified_relation;
 }
 
+std::string identifier_with_suffix(const std::string& name, const std::string& suffix)
+{
+    constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1
+    std::string base = name;
+    const std::size_t limit = suffix.size() < kMaxIdentifierBytes ? kMaxIdentifierBytes - suffix.size() : 0;
+    if (base.size() > limit) {
+        std::size_t cut = limit;
+        while (cut > 0 && (static_cast<unsigned char>(base[cut]) & 0xC0) == 0x80)
+            --cut;  // do not split a UTF-8 character
+        base.resize(cut);
+    }
+    return base + suffix;
+}
+
+std::string retarget_definition(const std::string& definition, const std::string& from, const std::string& to)
+{
+    const std::string marker = " ON " + from + " ";
+    const std::size_t at = definition.find(marker);
+    if (at == std::string::npos || definition.find(marker, at + 1) != std::string::npos)
+        return {};
+    return definition.substr(0, at) + " ON " + to + " " + definition.substr(at + marker.size());
+}
+
+std::string index_definition_on(const std::string& definition, const std::string& quoted_index,
+                                const std::string& from, const std::string& to)
+{
+    for (const std::string kind : {"CREATE INDEX ", "CREATE UNIQUE INDEX "}) {
+        const std::string prefix = kind + quoted_index + " ON " + from + " ";
+        if (definition.compare(0, prefix.size(), prefix) == 0)
+            return kind + "ON " + to + " " + definition.substr(prefix.size());
+    }
+    return {};
+}
+
 }  // namespace pg_idempotent::core

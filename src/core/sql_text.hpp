@@ -16,4 +16,23 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 std::string select_columns(const std::vector<std::string>& quoted_columns,
                            const std::string& qualified_relation);
 
+// name + suffix within PostgreSQL's 63-byte identifier limit: the name is cut
+// (never inside a UTF-8 character) so that the suffix survives whole.
+std::string identifier_with_suffix(const std::string& name, const std::string& suffix);
+
+// Rewrites "CREATE <prefix> ON <from> <rest>" as "CREATE <prefix> ON <to>
+// <rest>", where definition is a statement PostgreSQL deparsed (an index or
+// a trigger) and from is the relation's quoted name exactly as deparsed.
+// Returns "" unless " ON <from> " occurs exactly once, so a name that looks
+// like the marker can never retarget the wrong part of the text.
+std::string retarget_definition(const std::string& definition, const std::string& from, const std::string& to);
+
+// The parent's index, deparsed by pg_get_indexdef as
+//   CREATE [UNIQUE] INDEX <index> ON ONLY <parent> USING ...
+// as an unnamed index on another table (PostgreSQL picks a free name):
+//   CREATE [UNIQUE] INDEX ON <table> USING ...
+// Returns "" when the definition does not start exactly that way.
+std::string index_definition_on(const std::string& definition, const std::string& quoted_index,
+                                const std::string& from, const std::string& to);
+
 }  // namespace pg_idempotent::core

@@ -25,6 +25,9 @@ private:
 
 // The five-character SQLSTATE of a captured PostgreSQL error.
 std::string error_sqlstate(const PgError& error);
+// Its primary message and DETAIL ("" when absent).
+std::string error_message(const PgError& error);
+std::string error_detail(const PgError& error);
 
 // The SQLSTATEs the extension raises, as their five characters. The list with
 // their meaning is in docs/errors.md.

@@ -35,6 +35,16 @@ std::string error_sqlstate(const PgError& error)
     return std::string(unpack_sql_state(error.data()->sqlerrcode));
 }
 
+std::string error_message(const PgError& error)
+{
+    return error.data()->message != nullptr ? error.data()->message : "";
+}
+
+std::string error_detail(const PgError& error)
+{
+    return error.data()->detail != nullptr ? error.data()->detail : "";
+}
+
 MemoryContext error_copy_context() noexcept
 {
     return g_entry_context != nullptr ? g_entry_context : CurrentMemoryContext;

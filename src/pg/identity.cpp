@@ -86,31 +86,40 @@ void in_rolled_back_subtransaction(const std::function<void()>& fn)
     roll_back();
 }
 
-bool try_in_subtransaction(const std::function<void()>& fn, std::string* error)
+std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn)
 {
     MemoryContext const cxt = CurrentMemoryContext;
     ResourceOwner const owner = CurrentResourceOwner;
+    auto restore = [&] {
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+    };
     pg_call([] { BeginInternalSubTransaction(nullptr); });
     MemoryContextSwitchTo(cxt);
     try {
         fn();
     } catch (PgError& e) {
-        if (error != nullptr)
-            *error = e.data()->message != nullptr ? e.data()->message : "";
+        // The ErrorData lives in error_copy_context(), which outlives the
+        // subtransaction: the caller may still rethrow it.
         pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
-        MemoryContextSwitchTo(cxt);
-        CurrentResourceOwner = owner;
-        return false;
+        restore();
+        return e;
     } catch (...) {
         pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
-        MemoryContextSwitchTo(cxt);
-        CurrentResourceOwner = owner;
+        restore();
         throw;
     }
     pg_call([] { ReleaseCurrentSubTransaction(); });
-    MemoryContextSwitchTo(cxt);
-    CurrentResourceOwner = owner;
-    return true;
+    restore();
+    return std::nullopt;
+}
+
+bool try_in_subtransaction(const std::function<void()>& fn, std::string* error)
+{
+    const std::optional<PgError> failed = try_in_subtransaction(fn);
+    if (failed && error != nullptr)
+        *error = error_message(*failed);
+    return !failed;
 }
 
 void warning(const std::string& message, const std::string& detail)

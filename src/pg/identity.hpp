@@ -10,7 +10,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "pg/errors.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -39,6 +42,11 @@ void in_rolled_back_subtransaction(const std::function<void()>& fn);
 // 4: only ever inside such a subtransaction) and described in *error.
 // Returns whether fn succeeded. C++ exceptions other than PgError go on.
 bool try_in_subtransaction(const std::function<void()>& fn, std::string* error);
+
+// The same, returning the PostgreSQL error itself (nullopt on success), so the
+// caller can look at its SQLSTATE and either explain it better or rethrow it
+// unchanged (`throw *error`: DETAIL, HINT and CONTEXT intact).
+std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn);
 
 // Sends a WARNING to the client (it does not interrupt anything).
 void warning(const std::string& message, const std::string& detail = {});

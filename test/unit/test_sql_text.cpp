@@ -10,6 +10,9 @@ namespace {
 
 using pg_idempotent::core::join;
 using pg_idempotent::core::select_columns;
+using pg_idempotent::core::identifier_with_suffix;
+using pg_idempotent::core::retarget_definition;
+using pg_idempotent::core::index_definition_on;
 
 TEST(Join, Empty) { EXPECT_EQ(join({}), ""); }
 
@@ -46,6 +49,64 @@ TEST(SelectColumns, ZeroColumns)
     // A zero-column table still has rows: PostgreSQL accepts "SELECT FROM x",
     // and the double space is what the code writes.
     EXPECT_EQ(select_columns({}, "x"), "SELECT  FROM x");
+}
+
+TEST(IdentifierWithSuffix, ShortNamesAreKept)
+{
+    EXPECT_EQ(identifier_with_suffix("sales_2024_07_07", "__replaced_1"), "sales_2024_07_07__replaced_1");
+}
+
+TEST(IdentifierWithSuffix, LongNamesAreCutSoTheSuffixSurvives)
+{
+    const std::string name(70, 'x');
+    const std::string out = identifier_with_suffix(name, "__v12");
+    EXPECT_EQ(out.size(), 63u);
+    EXPECT_EQ(out.substr(58), "__v12");
+}
+
+TEST(IdentifierWithSuffix, NeverSplitsAUtf8Character)
+{
+    // 31 two-byte characters (62 bytes) + "__v1": cutting at byte 59 would
+    // land inside a character, so the cut goes back to byte 58.
+    std::string name;
+    for (int i = 0; i < 31; ++i)
+        name += "\xc3\xa9";  // é
+    const std::string out = identifier_with_suffix(name, "__v1");
+    EXPECT_EQ(out.size(), 62u);
+    EXPECT_EQ(out.substr(0, 58).size() % 2, 0u);
+    EXPECT_EQ(out.substr(58), "__v1");
+}
+
+TEST(IndexDefinitionOn, ParentIndexBecomesAnUnnamedIndexOnStaging)
+{
+    EXPECT_EQ(index_definition_on("CREATE UNIQUE INDEX sales_pkey ON ONLY public.sales USING btree (day, id)",
+                                  "sales_pkey", "ONLY public.sales", "public.staging"),
+              "CREATE UNIQUE INDEX ON public.staging USING btree (day, id)");
+    EXPECT_EQ(index_definition_on("CREATE INDEX \"By Store\" ON ONLY s.\"Sales\" USING btree (lower(store)) WHERE (amount > 0)",
+                                  "\"By Store\"", "ONLY s.\"Sales\"", "s.stage"),
+              "CREATE INDEX ON s.stage USING btree (lower(store)) WHERE (amount > 0)");
+}
+
+TEST(IndexDefinitionOn, AnotherShapeIsRefused)
+{
+    EXPECT_EQ(index_definition_on("CREATE INDEX i ON ONLY public.other USING btree (a)", "i", "ONLY public.sales", "x"), "");
+    EXPECT_EQ(index_definition_on("CREATE INDEX j ON ONLY public.sales USING btree (a)", "i", "ONLY public.sales", "x"), "");
+}
+
+TEST(RetargetDefinition, TriggerKeepsEverythingAfterTheRelation)
+{
+    EXPECT_EQ(retarget_definition("CREATE TRIGGER t BEFORE INSERT ON s.\"P 1\" FOR EACH ROW EXECUTE FUNCTION f()",
+                                  "s.\"P 1\"", "s.stage"),
+              "CREATE TRIGGER t BEFORE INSERT ON s.stage FOR EACH ROW EXECUTE FUNCTION f()");
+}
+
+TEST(RetargetDefinition, AmbiguousOrMissingMarkerIsRefused)
+{
+    // A trigger named like the marker: two occurrences, so nothing is guessed.
+    EXPECT_EQ(retarget_definition("CREATE TRIGGER \"x ON s.t y\" AFTER UPDATE ON s.t FOR EACH ROW EXECUTE FUNCTION f()",
+                                  "s.t", "s.u"),
+              "");
+    EXPECT_EQ(retarget_definition("CREATE INDEX i ON s.other USING btree (a)", "s.t", "s.u"), "");
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+// Partitions as overwrite_partition and swap_partition see them, and the lock
+// that serializes overwrites of one unit of work.
+//
+// Bounds and partition constraints are deparsed by PostgreSQL under the
+// canonical settings (ISO dates, UTC, postgres intervals, shortest exact
+// floats), so the SQL text built from them means the same bound whatever the
+// caller's TimeZone, DateStyle or extra_float_digits: ISO literals with an
+// explicit offset read back identically under every setting.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pg/catalog.hpp"
+#include "pg/spi.hpp"
+
+namespace pg_idempotent {
+
+struct Partition {
+    pg::Relation rel;
+    std::uint32_t parent = 0;
+    std::string parent_qualified;  // quoted "schema"."name"
+    std::string bound;             // "FOR VALUES ..." or "DEFAULT"
+    std::string constraint;        // a boolean expression over its columns ("true" if none)
+    bool is_default = false;
+    bool partitioned = false;      // itself partitioned (sub-partitioning)
+    char persistence = 'p';        // relpersistence
+    std::uint32_t owner = 0;
+};
+
+// The partition, or nullopt when the relation is not a partition.
+std::optional<Partition> describe_partition(pg::SpiSession& spi, std::uint32_t oid);
+
+// Every partition of a partitioned table (in OID order).
+std::vector<Partition> partitions_of(pg::SpiSession& spi, std::uint32_t parent);
+
+// A transaction-level advisory lock on one unit of work, waiting at most
+// lock_timeout (NULL: the session's setting); 55P03 "<what> is being
+// overwritten by another transaction" when it passes. Released at commit.
+void lock_table_unit(pg::SpiSession& spi, std::uint32_t table, const std::optional<std::string>& lock_timeout,
+                     const std::string& what);
+// The unit of a partition is its parent and bound, not its OID: a swap gives
+// the partition a new OID, and a concurrent overwrite that waited must queue
+// on the same lock as the one that swapped.
+void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
+                         const std::optional<std::string>& lock_timeout, const std::string& what);
+
+// Runs fn with every lock wait bounded by lock_timeout (when given); a wait
+// that times out becomes 55P03 with this message, the server's own message
+// as DETAIL and HINT "nothing was changed".
+void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout,
+                      const std::string& message, const std::function<void()>& fn);
+
+}  // namespace pg_idempotent
