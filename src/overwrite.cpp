@@ -41,10 +41,15 @@ std::string converted_rows(const pg::Relation& target, const std::string& query)
                             "column " + std::to_string(i + 1) + " of the query is " + cols[i].type_name + " and \"" +
                                 writable[i].name + "\" is " + writable[i].type_name,
                             {}, "Cast the column in the query.");
-        exprs.push_back("CAST(q." + pg::quote_ident(cols[i].name) + " AS " + writable[i].qualified_type + ") AS " +
+        exprs.push_back("CAST(q.c" + std::to_string(i + 1) + " AS " + writable[i].qualified_type + ") AS " +
                         pg::quote_ident(writable[i].name));
     }
-    return "SELECT " + core::join(exprs) + " FROM (" + query + "\n) AS q";
+    // The query's columns are renamed by position (q(c1, c2, ...)): two
+    // unnamed or equally named columns ("?column?") stay distinct.
+    std::vector<std::string> positions;
+    for (std::size_t i = 0; i < cols.size(); ++i)
+        positions.push_back("c" + std::to_string(i + 1));
+    return "SELECT " + core::join(exprs) + " FROM (" + query + "\n) AS q (" + core::join(positions) + ")";
 }
 
 // SELECT <the non-generated columns, in the target's order> FROM rel: the
@@ -119,10 +124,15 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
 std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                                const std::string& rows)
 {
+    // One statement: foreign keys that reference the rows (NO ACTION) are
+    // checked at its end, when the rows with the same keys are back. The
+    // INSERT reads the DELETE's count first (a one-time filter), so the old
+    // rows are gone before the first new one meets a unique index.
     std::uint64_t inserted = 0;
     auto failed = pg::try_in_subtransaction([&] {
-        spi.execute("DELETE FROM " + part.rel.qualified);
-        inserted = spi.execute("INSERT INTO " + part.rel.qualified + " (" + insert_columns(parent) + ") " + rows);
+        inserted = spi.execute("WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) INSERT INTO " +
+                               part.rel.qualified + " (" + insert_columns(parent) + ") SELECT * FROM (" + rows +
+                               ") AS r WHERE (SELECT pg_catalog.count(*) FROM idem_deleted) OPERATOR(pg_catalog.>=) 0");
     });
     if (failed) {
         if (pg::error_sqlstate(*failed) != "23514")
@@ -188,11 +198,13 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
         spi.finish();
         return;
     }
-    const std::uint64_t deleted = spi.execute("DELETE FROM " + target.qualified + " WHERE (" + predicate + "\n)");
-    const std::uint64_t inserted =
-        spi.execute("INSERT INTO " + target.qualified + " (" + insert_columns(target) + ") " + rows);
-    spi.return_rows(fcinfo, "SELECT $1::pg_catalog.int8, $2::pg_catalog.int8",
-                    {Param::of_int8(static_cast<std::int64_t>(deleted)), Param::of_int8(static_cast<std::int64_t>(inserted))});
+    // One statement, so foreign keys that reference the replaced rows (NO
+    // ACTION) are checked once the rows with the same keys are back.
+    spi.return_rows(fcinfo,
+                    "WITH idem_deleted AS (DELETE FROM " + target.qualified + " WHERE (" + predicate +
+                        "\n) RETURNING 1), idem_inserted AS (INSERT INTO " + target.qualified + " (" + insert_columns(target) +
+                        ") " + rows + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted),"
+                        " (SELECT pg_catalog.count(*) FROM idem_inserted)");
     spi.finish();
 }
 
@@ -239,7 +251,27 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
 
     // The partition whose bound holds the value; found again once the unit
     // lock is held, because a concurrent swap may have replaced it meanwhile.
-    auto find = [&] { return partition_holding(spi, parent, key_column, key_cast, key_param); };
+    // A concurrent swap that commits while we read drops the partition we
+    // are looking at (42P01 "relation with OID ... does not exist"): look
+    // again, with a snapshot that sees the new one.
+    auto find = [&] {
+        for (int attempt = 1;; ++attempt) {
+            std::optional<Partition> found;
+            std::optional<pg::PgError> failed;
+            try {
+                failed = pg::try_in_subtransaction(
+                    [&] { found = partition_holding(spi, parent, key_column, key_cast, key_param); });
+            } catch (const UserError& e) {
+                if (std::string(e.code()) != "42P01" || attempt == 3)
+                    throw;
+                continue;
+            }
+            if (!failed)
+                return std::move(*found);
+            if (pg::error_sqlstate(*failed) != "42P01" || attempt == 3)
+                throw *failed;
+        }
+    };
     const Partition found = find();
     lock_partition_unit(spi, found, lock_timeout, "partition \"" + display(found.rel) + "\"");
     const Partition part = find();

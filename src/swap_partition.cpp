@@ -305,11 +305,13 @@ void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Re
     }
 }
 
-// The parent's foreign keys: ATTACH adopts an identical one instead of
+// The parent's foreign keys, under the parent's constraint names (as
+// PARTITION OF names them): ATTACH adopts an identical one instead of
 // validating a new one under the lock.
 void add_parent_foreign_keys(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto r = spi.query("SELECT pg_catalog.pg_get_constraintdef(p.oid) FROM pg_catalog.pg_constraint p"
+    auto r = spi.query("SELECT pg_catalog.quote_ident(p.conname), pg_catalog.pg_get_constraintdef(p.oid)"
+                       " FROM pg_catalog.pg_constraint p"
                        " WHERE p.conrelid OPERATOR(pg_catalog.=) $1 AND p.contype OPERATOR(pg_catalog.=) 'f'"
                        " AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint s"
                        "   WHERE s.conrelid OPERATOR(pg_catalog.=) $2 AND s.contype OPERATOR(pg_catalog.=) 'f'"
@@ -317,7 +319,8 @@ void add_parent_foreign_keys(pg::SpiSession& spi, const Partition& part, const p
                        " ORDER BY p.oid",
                        {Param::of_oid(part.parent), Param::of_oid(staging.oid)});
     for (const auto& row : r.rows)
-        spi.execute("ALTER TABLE " + staging.qualified + " ADD " + row[0].value_or(""));
+        spi.execute("ALTER TABLE " + staging.qualified + " ADD CONSTRAINT " + row[0].value_or("") + " " +
+                    row[1].value_or(""));
 }
 
 // The old partition's own triggers (the parent's are cloned by ATTACH), with
@@ -465,16 +468,17 @@ void carry_owner_and_grants(pg::SpiSession& spi, const Partition& part, const pg
 // Under the parent lock: catalog work only, so its time does not grow with
 // the partition's size (except ATTACH's scan of a DEFAULT partition).
 
-std::string free_replaced_name(pg::SpiSession& spi, const Partition& part)
+// <name>__replaced_<n> with the first n not taken in the schema.
+std::string free_replaced_name(pg::SpiSession& spi, const std::string& schema, const std::string& name)
 {
     for (int n = 1;; ++n) {
-        const std::string name = core::identifier_with_suffix(part.rel.name, "__replaced_" + std::to_string(n));
+        const std::string candidate = core::identifier_with_suffix(name, "__replaced_" + std::to_string(n));
         auto taken = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
                                " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
                                " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
-                               {Param::of_text(part.rel.schema), Param::of_text(name)});
+                               {Param::of_text(schema), Param::of_text(candidate)});
         if (cell(taken) == "false")
-            return name;
+            return candidate;
     }
 }
 
@@ -514,7 +518,15 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
 
     spi.execute("ALTER TABLE " + part.parent_qualified + " DETACH PARTITION " + part.rel.qualified);
     if (keep_old) {
-        spi.execute("ALTER TABLE " + part.rel.qualified + " RENAME TO " + pg::quote_ident(free_replaced_name(spi, part)));
+        // The kept table and its indexes step aside under new names, so the
+        // new partition can take over every old name.
+        const std::string kept = free_replaced_name(spi, part.rel.schema, part.rel.name);
+        spi.execute("ALTER TABLE " + part.rel.qualified + " RENAME TO " + pg::quote_ident(kept));
+        for (const auto& [parent_index, index] : old_indexes) {
+            (void)parent_index;
+            spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(index.name) +
+                        " RENAME TO " + pg::quote_ident(free_replaced_name(spi, part.rel.schema, index.name)));
+        }
     } else {
         auto failed = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + part.rel.qualified); });
         if (failed) {
@@ -539,13 +551,14 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         spi.execute("ALTER TABLE " + qualified + " DROP CONSTRAINT " + kBoundCheck);
 
     // The new partition's indexes get the old ones' names (free once the old
-    // table is dropped), and the replica identity index is set again.
+    // table is dropped or its indexes renamed), and the replica identity
+    // index is set again.
     for (const auto& [parent_index, index] : indexes_by_parent_index(spi, staging.oid)) {
         auto old = old_indexes.find(parent_index);
         if (old == old_indexes.end())
             continue;
         std::string name = index.name;
-        if (!keep_old && name != old->second.name) {
+        if (name != old->second.name) {
             spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(name) + " RENAME TO " +
                         pg::quote_ident(old->second.name));
             name = old->second.name;
