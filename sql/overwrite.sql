@@ -1,5 +1,5 @@
 -- Overwrite the unit of work: overwrite_partition (mode 'rewrite') and
--- replace_where. (swap_partition and mode 'swap' are not built yet.)
+-- replace_where. (Mode 'swap' and swap_partition: swap_partition.sql.)
 CREATE TABLE o_raw (day date, store text, amount numeric);
 INSERT INTO o_raw SELECT '2024-07-06'::date + (g % 2), 's' || (g % 3), g FROM generate_series(1, 60) g;
 CREATE TABLE o_sales (day date, store text, revenue numeric) PARTITION BY RANGE (day);
