@@ -1,0 +1,72 @@
+-- ALTER EXTENSION pg_idempotent UPDATE from each released version (0.1.0)
+-- to the current one keeps every piece of state, and the result is the same
+-- extension a fresh CREATE EXTENSION gives. In databases of its own, so the
+-- other tests' objects stay out of it.
+CREATE DATABASE idem_upgrade_fresh;
+CREATE DATABASE idem_upgrade_old;
+\c idem_upgrade_fresh
+CREATE EXTENSION pg_idempotent;
+-- The fresh install's objects, carried to the other database in a psql variable.
+SELECT string_agg(pg_describe_object(classid, objid, objsubid), E'\n') AS fresh_objects FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent') \gset
+\c idem_upgrade_old
+CREATE EXTENSION pg_idempotent VERSION '0.1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
+SELECT count(*) AS swap_partition_before FROM pg_proc WHERE proname = 'swap_partition';
+-- State in every family's tables.
+CREATE TABLE sales (id int PRIMARY KEY, amount numeric, v int, deleted boolean DEFAULT false);
+SELECT * FROM idem.merge_query('sales', 'SELECT 1 AS id, 10::numeric AS amount, 1 AS v, false AS deleted UNION ALL SELECT 2, 20, 1, false',
+                               '{id}', version_column => 'v', delete_column => 'deleted');
+SELECT * FROM idem.merge_query('sales', 'SELECT 2 AS id, 20::numeric AS amount, 2 AS v, true AS deleted',
+                               '{id}', version_column => 'v', delete_column => 'deleted');
+BEGIN;
+SELECT idem.claim('evt-1', 'webhooks', 'body-a');
+SELECT idem.complete('evt-1', '{"order": 7}'::jsonb, 'webhooks');
+COMMIT;
+SELECT idem.advance('nightly', '2024-07-08'::date);
+SELECT idem.rewind('nightly', '2024-07-07'::date);
+SELECT idem.mark_window('nightly', '2024-07-07'::date, '2024-07-08'::date);
+SELECT idem.publish('public.report', 'SELECT 1 AS n');
+CREATE ROLE idem_upgrade_etl;
+SELECT idem.grant_usage('idem_upgrade_etl', 'webhooks');
+CREATE TABLE before_update AS
+  SELECT 'keys' AS state, idem.checksum('idem.keys') AS checksum
+  UNION ALL SELECT 'tombstones', idem.checksum('idem.tombstones')
+  UNION ALL SELECT 'checkpoints', idem.checksum('idem.checkpoints')
+  UNION ALL SELECT 'checkpoint_log', idem.checksum('idem.checkpoint_log')
+  UNION ALL SELECT 'windows', idem.checksum('idem.windows')
+  UNION ALL SELECT 'datasets', idem.checksum('idem.datasets')
+  UNION ALL SELECT 'dataset_versions', idem.checksum('idem.dataset_versions')
+  UNION ALL SELECT 'usage_grants', idem.checksum('idem.usage_grants');
+
+ALTER EXTENSION pg_idempotent UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
+-- Every state table reads back exactly as before (and is not empty).
+SELECT b.state, b.checksum = idem.checksum(('idem.' || b.state)::regclass) AS unchanged,
+       split_part(b.checksum, ':', 2) AS rows
+  FROM before_update b ORDER BY 1;
+-- The state still works: the key is done, the checkpoint and the tombstone hold.
+SELECT idem.claim('evt-1', 'webhooks', 'body-a') AS claimed_again, idem.result('evt-1', 'webhooks');
+SELECT idem.watermark('nightly');
+SELECT * FROM idem.merge_query('sales', 'SELECT 2 AS id, 20::numeric AS amount, 1 AS v, false AS deleted', '{id}',
+                               version_column => 'v', delete_column => 'deleted') AS late_row_stays_deleted;
+-- The new function works on the upgraded extension.
+CREATE TABLE p (day date NOT NULL, n int) PARTITION BY RANGE (day);
+CREATE TABLE p_0707 PARTITION OF p FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE TABLE p_stage (LIKE p);
+INSERT INTO p_stage VALUES ('2024-07-07', 1);
+SELECT idem.swap_partition('p_0707', 'p_stage');
+-- The same objects as a fresh install, no more and no less.
+WITH now_objects AS (
+  SELECT pg_describe_object(classid, objid, objsubid) AS object FROM pg_depend
+   WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+     AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent')),
+fresh AS (SELECT regexp_split_to_table(:'fresh_objects', E'\n') AS object)
+SELECT 'only after the update' AS side, object FROM (SELECT object FROM now_objects EXCEPT SELECT object FROM fresh) a
+UNION ALL SELECT 'only in a fresh install', object FROM (SELECT object FROM fresh EXCEPT SELECT object FROM now_objects) b
+UNION ALL SELECT 'objects compared', count(*)::text FROM fresh;
+\c postgres
+DROP DATABASE idem_upgrade_fresh;
+DROP DATABASE idem_upgrade_old;
+DROP ROLE idem_upgrade_etl;
