@@ -1,0 +1,216 @@
+# Sourced by bench/run.sh (bench/lib.sh loaded, PGDATABASE has the extension).
+#
+# idem.overwrite_partition against the SQL a user would write by hand, on a
+# partition of ov_rows rows (BENCH_OVERWRITE_ROWS, default 1,000,000; 5
+# columns, a primary key and one more index on the parent):
+#   1. mode 'swap' and mode 'rewrite' against
+#        BEGIN; DELETE FROM sales WHERE day = ...; INSERT ... SELECT ...; COMMIT
+#      (as one SQL function), every round with new content (a revision
+#      number in one column), so every call really writes: time (median of
+#      the rounds) and WAL (pg_current_wal_insert_lsn() before and after one
+#      more call of each, autovacuum off, nothing else running);
+#   2. an identical rerun (overwrite_partition finds the same rows): time
+#      against the query alone plus one scan of the partition, and the WAL
+#      and heap writes it causes;
+#   3. the time from the parent lock being granted to swap_partition
+#      returning, at 10k rows and at ov_rows, with and without a DEFAULT
+#      partition: session A holds ACCESS SHARE on the parent, session B (the
+#      swap) queues behind it; when B waits, A reads clock_timestamp() and
+#      commits in one message; B reads clock_timestamp() as soon as
+#      swap_partition returns. The difference is an upper bound (it includes
+#      A's commit and B's wake-up).
+
+ov_rows=${BENCH_OVERWRITE_ROWS:-1000000}
+ov_n() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
+ov_flip_rounds=${BENCH_OVERWRITE_FLIP_ROUNDS:-5}
+
+bench_psql >/dev/null <<'SQL'
+ALTER SYSTEM SET autovacuum = off;
+SELECT pg_reload_conf();
+CREATE TABLE ov_rev (n int NOT NULL);
+INSERT INTO ov_rev VALUES (0);
+-- WAL bytes and dirtied buffers of one statement (EXPLAIN counts the SPI
+-- statements a function runs).
+CREATE FUNCTION bench_.rerun_counters(sql text, OUT wal_bytes bigint, OUT dirtied bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON) ' || sql INTO plan;
+    wal_bytes := coalesce((plan->0->'Plan'->>'WAL Bytes')::bigint, 0);
+    dirtied := coalesce((plan->0->'Plan'->>'Shared Dirtied Blocks')::bigint, 0);
+END
+$f$;
+-- A backend waiting for a lock on rel (pg_locks and pg_stat_activity agree);
+-- fails after timeout_s.
+CREATE FUNCTION bench_.await_waiter(rel regclass, timeout_s float8) RETURNS void
+LANGUAGE plpgsql AS $f$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+    LOOP
+        PERFORM pg_stat_clear_snapshot();
+        PERFORM FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.relation = rel AND NOT l.granted AND a.wait_event_type = 'Lock';
+        EXIT WHEN FOUND;
+        IF clock_timestamp() - t0 > timeout_s * interval '1 second' THEN
+            RAISE EXCEPTION 'no backend waits for a lock on % after % s', rel, timeout_s;
+        END IF;
+        PERFORM pg_sleep(0.001);
+    END LOOP;
+END
+$f$;
+SQL
+
+# ov_setup NAME ROWS DEFAULT: a partitioned table NAME by day with the
+# partition NAME_0707 of ROWS rows, a neighbour day, and (DEFAULT = yes) a
+# DEFAULT partition of ROWS / 10 rows; its source NAME_src (the same rows).
+ov_setup() {
+    local t=$1 n=$2 with_default=$3
+    bench_psql <<SQL
+CREATE TABLE ${t}_src AS
+  SELECT '2024-07-07'::date AS day, g AS id, (g % 1000)::int AS store, round((g % 997) * 1.5, 2) AS amount,
+         md5(g::text) AS note
+  FROM generate_series(1, $n) g;
+CREATE TABLE $t (day date NOT NULL, id bigint NOT NULL, store int, amount numeric(12,2), note text,
+                 PRIMARY KEY (day, id)) PARTITION BY RANGE (day);
+CREATE INDEX ON $t (store);
+CREATE TABLE ${t}_0707 PARTITION OF $t FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE TABLE ${t}_0708 PARTITION OF $t FOR VALUES FROM ('2024-07-08') TO ('2024-07-09');
+INSERT INTO $t SELECT * FROM ${t}_src;
+INSERT INTO $t SELECT '2024-07-08', id, store, amount, note FROM ${t}_src WHERE id <= 1000;
+$( [ "$with_default" = yes ] && echo "CREATE TABLE ${t}_rest PARTITION OF $t DEFAULT;
+INSERT INTO $t SELECT '2025-01-01'::date + (id % 30)::int, id, store, amount, note FROM ${t}_src WHERE id % 10 = 0;" )
+VACUUM ANALYZE $t, ${t}_src;
+SQL
+}
+
+# The job's query for revision r: the source with r in store, so that every
+# revision is new content.
+ov_query() { echo "SELECT day, id, store + (SELECT n FROM ov_rev), amount, note FROM $1_src"; }
+
+report ""
+report "Partition of $(ov_n "$ov_rows") rows (day date, id bigint, store int, amount numeric(12,2), note text; primary key (day, id) and an index on store, on the parent), a neighbour partition of 1,000 rows; autovacuum off. Each round bumps a revision number in \`store\`, so every call writes the whole partition."
+
+say "loading $(ov_n "$ov_rows") rows"
+ov_setup ov "$ov_rows" no
+q=$(ov_query ov)
+bench_psql >/dev/null <<SQL
+CREATE FUNCTION ov_by_hand() RETURNS void LANGUAGE sql AS \$f\$
+  DELETE FROM ov WHERE day = '2024-07-07';
+  INSERT INTO ov $q;
+\$f\$;
+SQL
+BENCH_RESET=([swap]="UPDATE ov_rev SET n = n + 1; CHECKPOINT;" [rewrite]="UPDATE ov_rev SET n = n + 1; CHECKPOINT;"
+             [by_hand]="UPDATE ov_rev SET n = n + 1; CHECKPOINT;")
+ov_saved_rounds=$BENCH_ROUNDS
+BENCH_ROUNDS=${BENCH_OVERWRITE_ROUNDS:-3}
+report ""
+report "### Overwrite with new content ($(ov_n "$ov_rows") rows)"
+bench_compare overwrite \
+    by_hand "SELECT ov_by_hand()" \
+    swap "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$, mode => 'swap')" \
+    rewrite "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$)"
+BENCH_RESET=()
+t_by_hand=${BENCH_MEDIAN[by_hand]}; t_swap=${BENCH_MEDIAN[swap]}; t_rewrite=${BENCH_MEDIAN[rewrite]}
+
+# WAL of one more call each (same transaction boundaries as above).
+ov_wal() {
+    bench_psql -c "UPDATE ov_rev SET n = n + 1" -c "CHECKPOINT" >/dev/null
+    bench_psql -c "SELECT pg_current_wal_insert_lsn()" >/tmp/ov_lsn
+    bench_psql -c "$1" >/dev/null
+    bench_psql -c "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$(cat /tmp/ov_lsn)')::bigint"
+}
+w_by_hand=$(ov_wal "SELECT ov_by_hand()")
+w_swap=$(ov_wal "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$, mode => 'swap')")
+w_rewrite=$(ov_wal "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$)")
+rm -f /tmp/ov_lsn
+report ""
+report "| | time (median) | vs by hand | WAL | vs by hand |"
+report "|---|---:|---:|---:|---:|"
+for v in by_hand swap rewrite; do
+    t_var="t_$v"; w_var="w_$v"
+    report "| $v | ${!t_var} ms | $(bench_ratio "${!t_var}" "$t_by_hand")x | $(awk -v b="${!w_var}" 'BEGIN { printf "%.1f MB", b / 1048576 }') | $(bench_ratio "${!w_var}" "$w_by_hand")x |"
+done
+bench_goal_begin
+bench_goal "swap: time vs DELETE+INSERT by hand" "$(bench_ratio "$t_swap" "$t_by_hand")" "<=" 0.8
+bench_goal "swap: WAL vs DELETE+INSERT by hand" "$(bench_ratio "$w_swap" "$w_by_hand")" "<=" 0.6
+bench_goal "rewrite: time vs DELETE+INSERT by hand" "$(bench_ratio "$t_rewrite" "$t_by_hand")" "<=" 1.1
+
+# 2. The identical rerun.
+report ""
+report "### Identical rerun ($(ov_n "$ov_rows") rows)"
+bench_compare rerun \
+    query_plus_scan "SELECT (SELECT count(*) FROM ($q) s) + (SELECT count(*) FROM ov_0707)" \
+    overwrite_skip "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$)"
+read -r rerun_wal rerun_written <<<"$(bench_psql -F ' ' -c "
+  SELECT wal_bytes, dirtied FROM bench_.rerun_counters(\$q\$SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$x\$$q\$x\$)\$q\$)")"
+report ""
+report "The rerun's own writes (EXPLAIN (ANALYZE, WAL, BUFFERS) of the call): WAL ${rerun_wal} bytes, ${rerun_written} buffers dirtied."
+bench_goal_begin
+bench_goal "identical rerun vs the query plus one scan" \
+    "$(bench_ratio "${BENCH_MEDIAN[overwrite_skip]}" "${BENCH_MEDIAN[query_plus_scan]}")" "<=" 1.0
+
+# 3. Time under the parent lock.
+ov_flip() {  # TABLE: prints ms from lock grant to return
+    local t=$1 dir pid_a rc_a rc_b
+    dir=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
+    bench_psql >/dev/null <<SQL
+DROP TABLE IF EXISTS ${t}_stage;
+CREATE TABLE ${t}_stage (LIKE $t);
+UPDATE ov_rev SET n = n + 1;
+INSERT INTO ${t}_stage $(ov_query "$t");
+VACUUM ANALYZE ${t}_stage;
+SQL
+    timeout 300 psql -X -q -At -v ON_ERROR_STOP=1 >"$dir/a.out" 2>"$dir/a.err" <<SQL &
+BEGIN;
+LOCK TABLE $t IN ACCESS SHARE MODE;
+\! touch $dir/locked
+SELECT bench_.await_waiter('$t', 300);
+SELECT 'T0 ' || clock_timestamp() \; COMMIT;
+SQL
+    pid_a=$!
+    while [ ! -e "$dir/locked" ]; do kill -0 "$pid_a" 2>/dev/null || break; sleep 0.01; done
+    timeout 300 psql -X -q -At -v ON_ERROR_STOP=1 >"$dir/b.out" 2>"$dir/b.err" <<SQL
+BEGIN;
+SELECT idem.swap_partition('${t}_0707', '${t}_stage') \; SELECT 'T1 ' || clock_timestamp();
+COMMIT;
+SQL
+    rc_b=$?
+    [ "$rc_b" -eq 0 ] || kill "$pid_a" 2>/dev/null
+    rc_a=0; wait "$pid_a" || rc_a=$?
+    if [ "$rc_a" -ne 0 ] || [ "$rc_b" -ne 0 ]; then
+        cat "$dir/a.err" "$dir/b.err" >&2; rm -rf "$dir"; return 1
+    fi
+    local t0 t1
+    t0=$(sed -n 's/^T0 //p' "$dir/a.out"); t1=$(sed -n 's/^T1 //p' "$dir/b.out")
+    rm -rf "$dir"
+    bench_psql -c "SELECT round((extract(epoch FROM '$t1'::timestamptz - '$t0'::timestamptz) * 1000)::numeric, 2)"
+}
+ov_flip_median() {  # TABLE
+    local i out=()
+    for ((i = 0; i < ov_flip_rounds; i++)); do out+=("$(ov_flip "$1")"); done
+    printf '%s\n' "${out[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+say "lock-to-return: 10k and $(ov_n "$ov_rows") rows, with and without a DEFAULT partition"
+ov_setup ovs 10000 no
+ov_setup ovd "$ov_rows" yes
+ov_setup ovsd 10000 yes
+f_small=$(ov_flip_median ovs)
+f_big=$(ov_flip_median ov)
+f_small_d=$(ov_flip_median ovsd)
+f_big_d=$(ov_flip_median ovd)
+report ""
+report "### swap_partition: from the parent lock being granted to the function returning (median of $ov_flip_rounds)"
+report ""
+report "| partition | no DEFAULT partition | with a DEFAULT partition (10% of the rows; ATTACH scans it) |"
+report "|---|---:|---:|"
+report "| 10,000 rows | $f_small ms | $f_small_d ms |"
+report "| $(ov_n "$ov_rows") rows | $f_big ms | $f_big_d ms |"
+bench_goal_begin
+bench_goal "lock to return, $(ov_n "$ov_rows") rows (ms)" "$f_big" "<=" 50
+bench_goal "lock to return, $(ov_n "$ov_rows") vs 10,000 rows" "$(bench_ratio "$f_big" "$f_small")" "<=" 2
+
+BENCH_ROUNDS=$ov_saved_rounds
+bench_psql >/dev/null <<'SQL'
+ALTER SYSTEM RESET autovacuum;
+SELECT pg_reload_conf();
+SQL
