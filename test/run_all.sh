@@ -5,12 +5,13 @@
 #   2. builds with -Werror and installs the module
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
-#   5. runs the pg_regress suite, the isolation specs and the TAP tests
+#   5. runs the pg_regress suite, the isolation specs, the pgTAP example
+#      (examples/pgtap) and the TAP tests
 #   6. checks the server log for crashes
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress isolation tap" limits what runs (all by default).
+# SUITES="unit regress isolation pgtap tap" limits what runs (all by default).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +19,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 
-SUITES=${SUITES:-"unit regress isolation tap"}
+SUITES=${SUITES:-"unit regress isolation pgtap tap"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -98,7 +99,7 @@ if wants unit; then
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
 fi
 
-if wants regress || wants isolation; then
+if wants regress || wants isolation || wants pgtap; then
     echo "== starting a private PostgreSQL 15 cluster"
     cluster_start || { note_result cluster fail; exit 1; }
     echo "   socket $PGHOST, port $PGPORT"
@@ -136,7 +137,27 @@ if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     [ -f "$RUN_DIR/isolation/regression.diffs" ] && cat "$RUN_DIR/isolation/regression.diffs"
 fi
 
-if wants regress || wants isolation; then
+# The pgTAP example (examples/pgtap): each test file runs in a fresh database
+# of the private cluster (run.sh creates and drops it) and counts as one test;
+# its assertions are printed. pg_prove fails the file on any failed
+# assertion, on an error that ends it early, or on a wrong plan.
+if wants pgtap; then
+    echo "== pgtap (examples/pgtap, pg_prove)"
+    for t in examples/pgtap/test/*.sql; do
+        name=$(basename "$t" .sql)
+        log="$RUN_DIR/pgtap-$name.log"
+        if PGTAP_DB="idem_pgtap_$name" bash examples/pgtap/run.sh -v "$t" >"$log" 2>&1 \
+            && grep -qE "^ok [0-9]+" "$log"; then
+            note_result "pgtap/$name" ok
+            grep -E "^(ok|not ok) [0-9]+" "$log" | sed "s/^/   $name: /"
+        else
+            note_result "pgtap/$name" fail
+            cat "$log"
+        fi
+    done
+fi
+
+if wants regress || wants isolation || wants pgtap; then
     problems=$(cluster_log_problems)
     if [ -n "$problems" ]; then
         echo "server log shows a crash:"; echo "$problems"
