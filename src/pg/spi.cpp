@@ -204,8 +204,16 @@ std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
 QueryResult SpiSession::query_saved(const std::string& sql, const Params& params)
 {
     SpiArgs args = convert_params(params);
+    // One plan per statement and parameter types: a statement called with a
+    // NULL passed as text in one place and an int4 in another must not run
+    // the int4 through the other call's plan, which reads it as a pointer to
+    // text (publish after rollback in one session crashed the backend).
+    std::string key = sql;
+    key.push_back('\0');
+    for (int i = 0; i < args.count; ++i)
+        key += std::to_string(args.types[i]) + ",";
     auto& plans = saved_plans();
-    auto it = plans.find(sql);
+    auto it = plans.find(key);
     SPIPlanPtr plan = nullptr;
     if (it != plans.end()) {
         plan = it->second;
@@ -218,7 +226,7 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
                 elog(ERROR, "SPI_keepplan failed");
             return p;
         });
-        plans.emplace(sql, plan);
+        plans.emplace(key, plan);
     }
     const int rc = pg_call([&] { return SPI_execute_plan(plan, args.values, args.nulls, false, 0); });
     check_spi(rc, "SPI_execute_plan");
