@@ -147,6 +147,19 @@ QueryResult copy_result()
 
 void check_spi(int rc, const char* what)
 {
+    // Caller SQL (once, run_once, assert_rerun_safe) can be a transaction
+    // command or a COPY to or from the client, which SPI refuses with a code,
+    // not an error: they are the caller's mistakes, reported as PL/pgSQL
+    // reports them (0A000), not as internal errors.
+    if (rc == SPI_ERROR_TRANSACTION) {
+        throw UserError("0A000", "transaction control statements cannot run inside a pg_idempotent function",
+                        "The statement would run inside the caller's transaction, which it cannot end.",
+                        "Commit or roll back in the caller, after the function returns.");
+    }
+    if (rc == SPI_ERROR_COPY) {
+        throw UserError("0A000", "COPY to or from the client cannot run inside a pg_idempotent function", {},
+                        "Use COPY to or from a file, or INSERT ... SELECT.");
+    }
     if (rc < 0) {
         // A negative code is a misuse of SPI, not a user error: report it as
         // an internal error naming the call.
