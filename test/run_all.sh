@@ -6,12 +6,14 @@
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
 #   5. runs the pg_regress suite, the isolation specs, the pgTAP example
-#      (examples/pgtap) and the TAP tests
+#      (examples/pgtap) and the TAP tests; last the package suite: builds,
+#      installs and purges the Debian package, checks the PGXN archive
 #   6. checks the server log for crashes
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress isolation pgtap tap" limits what runs (all by default).
+# SUITES="unit regress isolation pgtap tap package" limits what runs (all by
+# default).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 
-SUITES=${SUITES:-"unit regress isolation pgtap tap"}
+SUITES=${SUITES:-"unit regress isolation pgtap tap package"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -196,6 +198,26 @@ if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
         fi
     done
     rm -rf "$TAP_DIR"
+fi
+
+# The packages (test/package): deb.sh builds the Debian package in a copy of
+# the tree, installs it with dpkg -i, uses it and purges it; dist.sh makes the
+# PGXN archive and checks it. dpkg -i writes where `make install` does, so
+# deb.sh takes the install lock exclusively; this run gives up its shared
+# hold first (fd 9), and so this suite comes last: nothing after it relies on
+# the module this run installed.
+if wants package; then
+    echo "== package (Debian package, PGXN archive)"
+    flock -u 9
+    for t in deb dist; do
+        if bash "test/package/$t.sh" >"$RUN_DIR/package-$t.log" 2>&1; then
+            note_result "package/$t" ok
+            grep -E "^(ok|not ok) " "$RUN_DIR/package-$t.log" | sed "s/^/   $t: /"
+        else
+            note_result "package/$t" fail
+            cat "$RUN_DIR/package-$t.log"
+        fi
+    done
 fi
 
 [ "$FAILED" -eq 0 ]

@@ -26,6 +26,9 @@ BUILD_DEPS=(make g++ cmake postgresql-15 postgresql-server-dev-15 postgresql-com
 # pgTAP and pg_prove: the pgTAP example (examples/pgtap, suite "pgtap").
 TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl locales
            postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+# The package suite (test/package): dpkg-buildpackage and pg_buildext for the
+# Debian package (debian/), git for `make dist`, unzip to read its archive.
+TEST_DEPS+=(build-essential debhelper dpkg-dev postgresql-server-dev-all git unzip)
 # DBD::Pg: the bad-input fuzzer (test/t/070) sends thousands of calls over one
 # connection and reads each error's SQLSTATE.
 TEST_DEPS+=(libdbd-pg-perl)
