@@ -5,6 +5,7 @@
 #   make demo                 the story of the seeds, on a throwaway cluster
 #   make bench                benchmarks on a throwaway cluster
 #   make installcheck         the regress suite against PGHOST/PGPORT
+#   make dist / make deb      the PGXN archive / the Debian package (see the end)
 
 EXTENSION = pg_idempotent
 MODULE_big = pg_idempotent
@@ -45,13 +46,17 @@ endif
 
 # The command line tool (libpq), built and installed beside the module.
 CLI_SRCS = cli/pg_idempotent.cpp cli/options.cpp cli/database.cpp
+# CLI_FLAGS: extra compiler and linker flags (debian/rules passes Debian's
+# hardening and -g, which PGXS's own flag variables would not carry here).
 cli/pg_idempotent: $(CLI_SRCS) cli/options.hpp cli/database.hpp
-	$(CXX) -std=c++17 -Wall -Wextra -Werror -O2 -I$(shell $(PG_CONFIG) --includedir) -o $@ $(CLI_SRCS) \
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -O2 $(CLI_FLAGS) -I$(shell $(PG_CONFIG) --includedir) -o $@ $(CLI_SRCS) \
 		-L$(shell $(PG_CONFIG) --libdir) -lpq
 all: cli/pg_idempotent
 install: install-cli
 .PHONY: install-cli
+# bindir does not exist yet under a DESTDIR (debian/rules installs into one).
 install-cli: cli/pg_idempotent
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
 	$(INSTALL_PROGRAM) cli/pg_idempotent '$(DESTDIR)$(bindir)/pg_idempotent'
 EXTRA_CLEAN += cli/pg_idempotent
 
@@ -68,3 +73,22 @@ bench:
 	bash bench/run.sh
 unit:
 	bash test/unit/run.sh
+
+# Release archives (README: "Install from a package"); OUTDIR receives them.
+#   make dist   pg_idempotent-<version>.zip for PGXN: the committed tree (HEAD;
+#               uncommitted edits are not in it) under the single top
+#               directory pg_idempotent-<version>/ that PGXN requires
+#   make deb    postgresql-15-pg-idempotent_<version>_<arch>.deb, built by
+#               dpkg-buildpackage in a copy of the tree (test/package/build_deb.sh)
+OUTDIR ?= .
+DIST_NAME = $(EXTENSION)-$(EXTVERSION)
+.PHONY: dist deb
+dist:
+	@ctl=$$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control); \
+	if [ "$$ctl" != "$(EXTVERSION)" ]; then \
+	    echo "make dist: the Makefile's EXTVERSION is $(EXTVERSION) but $(EXTENSION).control's default_version is '$$ctl'" >&2; exit 1; \
+	fi
+	@git diff --quiet HEAD -- || echo "make dist: warning: uncommitted changes are not in the archive, which is HEAD" >&2
+	git archive --format=zip --prefix=$(DIST_NAME)/ -o '$(OUTDIR)/$(DIST_NAME).zip' HEAD
+deb:
+	bash test/package/build_deb.sh '$(OUTDIR)'

@@ -22,11 +22,19 @@
 # timed by bench_compare), from the bare table one step at a time to
 # idem.keys' row, indexes and CHECK, then claim itself.
 #
+# Last, claim against the size of the table: the same per-call loops, fresh
+# and duplicate keys, into idem.keys (and the bare table) already holding
+# each size of BENCH_SIZES in keys; these go into latest.tsv. The pgbench
+# throughput above is measured on tables that start empty (fresh) or with
+# BENCH_KEYS_DUP_N keys (duplicates) only: it is a throughput figure, not a
+# function of size.
+#
 # BENCH_KEYS_ROUNDS (default 5) timed rounds of BENCH_KEYS_SECONDS (default
 # 8) seconds per variant, after BENCH_WARMUP warm-up rounds of 3 seconds;
 # BENCH_KEYS_PROTOCOL (default prepared) is pgbench's -M; BENCH_KEYS_DUP_N
 # (default 100000) pre-claimed keys; BENCH_KEYS_CALLS (default 20000) calls
-# per timed DO loop. About 5.5 minutes on 2 cores.
+# per timed DO loop. About 5.5 minutes on 2 cores, and a minute more for
+# the sizes (claiming 1M keys first takes about 20 s).
 
 keys_rounds=${BENCH_KEYS_ROUNDS:-5}
 keys_seconds=${BENCH_KEYS_SECONDS:-8}
@@ -325,6 +333,69 @@ for v in bare full claim; do
         { echo "keys: pgbench failed (xid $v)" >&2; return 1; }
     read -r x1 wal < <(bench_psql -F ' ' -c "SELECT pg_snapshot_xmax(pg_current_snapshot()), pg_wal_lsn_diff(pg_current_wal_lsn(), '$w0')")
     report "| $v | $(awk -v a="$x1" -v b="$x0" -v n="$keys_xacts" 'BEGIN { printf "%.2f", (a - b) / n }') | $(awk -v w="$wal" -v n="$keys_xacts" 'BEGIN { printf "%.0f", w / n }') |"
+done
+
+# Claim against the number of keys already in the table. Per size N:
+# idem.keys holds N keys claimed through claim_many ('d-1' .. 'd-N'), the
+# bare table the same N keys; then keys_calls calls in one DO loop, fresh
+# keys ('c' || i, none of them in the table) and duplicates (every call one
+# of the N keys, spread over all of them). The fresh rounds' rows are
+# deleted again (and VACUUMed) before each round, so every round starts
+# from the same N keys.
+report ""
+report "### Claim against the number of keys already in the table"
+report ""
+report "Per size: idem.keys holds that many keys, claimed before (\`idem.claim_many\`), and \`bare_keys\` the same keys; then $keys_calls calls in one \`DO\` loop per timed statement, as above. Fresh: keys not in the table; before each statement (untimed) the previous round's fresh keys are deleted, VACUUM, CHECKPOINT. Duplicates: every call one of the keys in the table (\`'d-' || 1 + i * 7919 % N\`, spread over all of them); nothing to reset."
+keys_size_dup_key() {
+    echo "'d-' || (1 + (i::bigint * 7919) % $1)"
+}
+for n in "${BENCH_SIZE_LIST[@]}"; do
+    say "keys: claiming $(bench_rows "$n") keys first"
+    # claim_many in batches of 100,000 keys, each its own transaction: the
+    # key array and the returned keys stay small at 1M.
+    {
+        echo "TRUNCATE idem.keys, bare_keys;"
+        for ((lo = 1; lo <= n; lo += 100000)); do
+            hi=$((lo + 99999 < n ? lo + 99999 : n))
+            echo "SELECT count(*) FROM idem.claim_many(ARRAY(SELECT 'd-' || g FROM generate_series($lo, $hi) g));"
+        done
+        echo "INSERT INTO bare_keys SELECT 'default', 'd-' || g FROM generate_series(1, $n) g;"
+        echo "VACUUM ANALYZE idem.keys;"
+        echo "VACUUM ANALYZE bare_keys;"
+        echo "CHECKPOINT;"
+    } | bench_psql >/dev/null
+    got=$(bench_psql -c "SELECT (SELECT count(*) FROM idem.keys) || ' ' || (SELECT count(*) FROM bare_keys)")
+    [ "$got" = "$n $n" ] || { echo "keys: preloading $n keys left '$got' rows in idem.keys and bare_keys" >&2; return 1; }
+    report ""
+    report "#### $(bench_rows "$n") keys in the table"
+    BENCH_RESET=(
+        [bare]="DELETE FROM bare_keys WHERE key LIKE 'c%'; VACUUM bare_keys; CHECKPOINT;"
+        [claim]="DELETE FROM idem.keys WHERE key LIKE 'c%'; VACUUM idem.keys; CHECKPOINT;"
+    )
+    report ""
+    report "Fresh keys:"
+    bench_compare "keys_size_fresh_$n" \
+        bare  "$(keys_loop "INSERT INTO bare_keys VALUES ('default', $keys_call_key) ON CONFLICT DO NOTHING")" \
+        claim "$(keys_loop "PERFORM idem.claim($keys_call_key)")"
+    BENCH_RESET=()
+    # The last round claimed (and inserted) every fresh key, in both tables.
+    got=$(bench_psql -c "SELECT (SELECT count(*) FROM idem.keys WHERE key LIKE 'c%') || ' ' || (SELECT count(*) FROM bare_keys WHERE key LIKE 'c%')")
+    [ "$got" = "$keys_calls $keys_calls" ] || { echo "keys: the fresh rounds at $n keys left '$got' fresh keys instead of $keys_calls" >&2; return 1; }
+    # Those go, so the duplicates find exactly N keys.
+    bench_psql >/dev/null <<<"DELETE FROM bare_keys WHERE key LIKE 'c%'; DELETE FROM idem.keys WHERE key LIKE 'c%'; VACUUM bare_keys; VACUUM idem.keys; CHECKPOINT;"
+    bench_tsv claim "fresh keys, $(bench_rows "$keys_calls") calls" "$n" "${BENCH_MEDIAN[claim]}" "${BENCH_MEDIAN[bare]}" \
+        "idem.claim(key)" "INSERT INTO bare_keys ... ON CONFLICT DO NOTHING"
+    report ""
+    report "Duplicates:"
+    bench_compare "keys_size_dup_$n" \
+        bare  "$(keys_loop "INSERT INTO bare_keys VALUES ('default', $(keys_size_dup_key "$n")) ON CONFLICT DO NOTHING")" \
+        claim "$(keys_loop "PERFORM idem.claim($(keys_size_dup_key "$n"))")"
+    bench_tsv claim "duplicate keys, $(bench_rows "$keys_calls") calls" "$n" "${BENCH_MEDIAN[claim]}" "${BENCH_MEDIAN[bare]}" \
+        "idem.claim(key)" "INSERT INTO bare_keys ... ON CONFLICT DO NOTHING"
+    # Every round must have started from the same N keys, and the
+    # duplicates must not have added any.
+    got=$(bench_psql -c "SELECT (SELECT count(*) FROM idem.keys) || ' ' || (SELECT count(*) FROM bare_keys)")
+    [ "$got" = "$n $n" ] || { echo "keys: after the $n-key rounds, '$got' keys instead of $n" >&2; return 1; }
 done
 
 bench_psql >/dev/null <<'SQL'

@@ -12,6 +12,64 @@
 BENCH_ROUNDS=${BENCH_ROUNDS:-7}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
 
+# The table sizes every benchmark measures at (rows; for claim, the keys
+# already in the table): BENCH_SIZES, ascending and without repeats in
+# BENCH_SIZE_LIST. Small sizes make a quick run; the report's chart is
+# log-log, so sizes a factor of 10 apart show growth best.
+bench_parse_sizes() {
+    local n
+    for n in ${BENCH_SIZES:-10000 100000 1000000}; do
+        if ! [[ "$n" =~ ^[1-9][0-9]*$ ]] || [ "$n" -lt 100 ] || [ "$n" -gt 100000000 ]; then
+            echo "BENCH_SIZES: '$n' is not a row count from 100 to 100000000" >&2
+            return 1
+        fi
+    done
+    mapfile -t BENCH_SIZE_LIST < <(printf '%s\n' ${BENCH_SIZES:-10000 100000 1000000} | sort -n -u)
+    [ ${#BENCH_SIZE_LIST[@]} -gt 0 ] || { echo "BENCH_SIZES is empty" >&2; return 1; }
+    BENCH_SIZE_MAX=${BENCH_SIZE_LIST[-1]}
+    BENCH_SIZE_MIN=${BENCH_SIZE_LIST[0]}
+}
+
+# bench_size_label N: 10k, 1M, 2500 (for headings, goals, the chart).
+bench_size_label() {
+    if [ $(($1 % 1000000)) -eq 0 ]; then echo "$(($1 / 1000000))M"
+    elif [ $(($1 % 1000)) -eq 0 ]; then echo "$(($1 / 1000))k"
+    else echo "$1"
+    fi
+}
+
+# bench_size_name N: the label in lower case, for table and variant names
+# (t_10k, ds_1m).
+bench_size_name() {
+    local l
+    l=$(bench_size_label "$1")
+    echo "${l,,}"
+}
+
+# bench_rows N: 1,000,000.
+bench_rows() {
+    echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'
+}
+
+# bench_tsv BENCH CASE SIZE OURS_MS HANDWRITTEN_MS OURS HANDWRITTEN: one row
+# of the machine-readable results (bench/results/latest.tsv), which
+# bench/report.sh turns into the size tables and the chart. OURS_MS is the
+# median of the pg_idempotent function, HANDWRITTEN_MS that of the SQL a
+# user would write instead, both in ms; NA when it did not run (e.g. a
+# timeout). OURS and HANDWRITTEN name the two, short, for the chart's key.
+bench_tsv() {
+    local ratio=NA f
+    if [[ "$4" =~ ^[0-9.]+$ ]] && [[ "$5" =~ ^[0-9.]+$ ]]; then
+        ratio=$(awk -v a="$4" -v b="$5" 'BEGIN { if (b == 0) print "NA"; else printf "%.3f", a / b }')
+    fi
+    local fields=("$1" "$2" "$3" "$4" "$5" "$ratio" "$6" "$7") out=""
+    for f in "${fields[@]}"; do
+        f=${f//$'\t'/ }; f=${f//$'\n'/ }
+        out+="${out:+$'\t'}$f"
+    done
+    printf '%s\n' "$out" >>"$BENCH_TSV"
+}
+
 # psql for scripts: no psqlrc, unaligned tuples only, stop on the first error.
 bench_psql() {
     psql -X -q -At -v ON_ERROR_STOP=1 "$@"
@@ -85,10 +143,12 @@ bench_compare() {
 
     local rows name med min max
     local -A vmin=() vmax=()
+    # Three decimals: at small sizes a statement takes well under a
+    # millisecond, and the ratios must not come from rounded values.
     rows=$(bench_psql -F ' ' -c "
         SELECT variant,
-               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 1),
-               round(min(ms)::numeric, 1), round(max(ms)::numeric, 1)
+               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 3),
+               round(min(ms)::numeric, 3), round(max(ms)::numeric, 3)
         FROM bench_.samples WHERE suite = '$suite' GROUP BY variant")
     while read -r name med min max; do
         BENCH_MEDIAN[$name]=$med
@@ -102,10 +162,16 @@ bench_compare() {
     report "|---|---|---:|---:|---:|---:|"
     for ((i = 0; i < n; i++)); do
         name=${names[i]}
-        report "| $name | \`${sqls[i]}\` | ${BENCH_MEDIAN[$name]} | ${vmin[$name]} | ${vmax[$name]} | $(bench_ratio "${BENCH_MEDIAN[$name]}" "${BENCH_MEDIAN[$first]}")x |"
+        report "| $name | \`${sqls[i]}\` | $(bench_ms "${BENCH_MEDIAN[$name]}") | $(bench_ms "${vmin[$name]}") | $(bench_ms "${vmax[$name]}") | $(bench_ratio "${BENCH_MEDIAN[$name]}" "${BENCH_MEDIAN[$first]}")x |"
     done
     report ""
     report "Samples per variant: $BENCH_ROUNDS timed rounds after $BENCH_WARMUP warm-up round(s)."
+}
+
+# bench_ms MS: milliseconds for the report, two decimals below 10 ms, one
+# above.
+bench_ms() {
+    awk -v v="$1" 'BEGIN { printf (v < 10 ? "%.2f" : "%.1f"), v }'
 }
 
 # bench_ratio A B: A / B with two decimals.

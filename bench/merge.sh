@@ -1,7 +1,8 @@
 # Sourced by bench/run.sh (bench/lib.sh loaded, PGDATABASE has the extension).
 #
-# idem.merge on 1,000,000 rows of 5 columns against what a user would
-# hand-write, in three situations:
+# idem.merge on tables of 5 columns, at each size of BENCH_SIZES (10k, 100k,
+# 1M rows by default), against what a user would hand-write, in three
+# situations:
 #   1. first load into an empty target, vs INSERT ... ON CONFLICT DO UPDATE;
 #   2. replay of unchanged data, vs a duplicate-key check plus a MERGE that
 #      skips unchanged rows (and the MERGE alone); plus rows rewritten and
@@ -12,10 +13,13 @@
 # (ANALYZE) and a statement timeout: the report shows its plan's time per
 # CTE; a run that does not finish is reported, left out of the timings (its
 # goal shows the timeout as a lower bound) and profiled scaled down instead.
+# The profiles, the rows written and WAL, and the goals are reported at the
+# largest size only; every size goes into latest.tsv.
 #
 # BENCH_MERGE_ROUNDS (default 5) sets the timed rounds here (a round is
 # seconds long); BENCH_WARMUP applies as usual; BENCH_MERGE_TIMEOUT (default
-# 60 s) limits each untimed idem.merge run. About 5 minutes on 2 cores.
+# 60 s) limits each untimed idem.merge run. About 5 minutes on 2 cores at
+# 1M rows, a tenth of that more for 100k and 10k.
 
 merge_rounds=${BENCH_MERGE_ROUNDS:-5}
 merge_saved_rounds=$BENCH_ROUNDS
@@ -29,7 +33,7 @@ ALTER SYSTEM SET autovacuum = off;
 SELECT pg_reload_conf();
 SQL
 
-say "loading 1,000,000 rows (src, and a pristine copy orig)"
+say "creating the tables"
 bench_psql <<'SQL'
 CREATE TABLE src (
     id bigint PRIMARY KEY,
@@ -38,21 +42,11 @@ CREATE TABLE src (
     c3 text NOT NULL,                -- 20 to 40 characters
     c4 timestamptz NOT NULL
 ) WITH (autovacuum_enabled = off);
-INSERT INTO src
-SELECT g,
-       (g * 7919) % 100003,
-       ((g * 104729) % 10000000) / 100.0,
-       left(md5(g::text) || md5((-g)::text), 20 + (g % 21)::int),
-       timestamptz '2024-01-01 00:00+00' + g * interval '17 seconds'
-FROM generate_series(1::bigint, 1000000) g;
 -- orig: the pristine data, to restore targets (and src, for scenario 3).
 CREATE TABLE orig (LIKE src INCLUDING ALL) WITH (autovacuum_enabled = off);
-INSERT INTO orig SELECT * FROM src;
 -- t: idem.merge's target; t_ioc: INSERT ... ON CONFLICT's (scenario 1).
 CREATE TABLE t (LIKE src INCLUDING ALL) WITH (autovacuum_enabled = off);
 CREATE TABLE t_ioc (LIKE src INCLUDING ALL) WITH (autovacuum_enabled = off);
-VACUUM ANALYZE src;
-VACUUM ANALYZE orig;
 
 -- What a user writes for idem.merge's guarantees: refuse duplicate source
 -- keys (instead of MERGE's "cannot affect row a second time"), then insert
@@ -158,13 +152,23 @@ ORDER BY coalesce(tp.ord, 1e9)
 $f$;
 SQL
 
-report ""
-report "Tables \`src\` and \`t\`: $(bench_psql -F ' ' -c "
-    SELECT to_char(count(*), 'FM9,999,999') || ' rows, '
-           || pg_size_pretty(pg_table_size('src')) || ' heap + '
-           || pg_size_pretty(pg_indexes_size('src')) || ' primary key, c3 '
-           || min(length(c3)) || '-' || max(length(c3)) || ' chars'
-    FROM src") (id bigint primary key, c1 int, c2 numeric(12,2), c3 text, c4 timestamptz; VACUUM ANALYZEd; autovacuum off)."
+# merge_load N: src and orig hold rows 1..N (the same rows at every size,
+# the first N of the largest); t and t_ioc are empty.
+merge_load() {
+    bench_psql <<SQL
+TRUNCATE src, orig, t, t_ioc;
+INSERT INTO src
+SELECT g,
+       (g * 7919) % 100003,
+       ((g * 104729) % 10000000) / 100.0,
+       left(md5(g::text) || md5((-g)::text), 20 + (g % 21)::int),
+       timestamptz '2024-01-01 00:00+00' + g * interval '17 seconds'
+FROM generate_series(1::bigint, $1) g;
+INSERT INTO orig SELECT * FROM src;
+VACUUM ANALYZE src;
+VACUUM ANALYZE orig;
+SQL
+}
 
 # idem.merge(target, src) with a source table whose primary key is the merge
 # key: the path this benchmark is about. Probed on a one-row table first; if
@@ -295,133 +299,179 @@ merge_goal() {
     fi
 }
 
-# 1. First load into an empty target.
-say "first load: untimed idem.merge under auto_explain"
-bench_psql >/dev/null <<<"TRUNCATE t; CHECKPOINT;"
-merge_profile "first load" "TRUNCATE t; CHECKPOINT;"
-report ""
-report "### 1. First load into an empty target"
-report ""
-report "Before each timed statement (untimed): its target is TRUNCATEd and a CHECKPOINT writes out the previous round's pages."
-BENCH_RESET=([ioc]="TRUNCATE t_ioc; CHECKPOINT;" [merge]="TRUNCATE t; CHECKPOINT;")
-if [ "$merge_ok" = yes ]; then
-    bench_compare merge_load ioc "$ioc_load" merge "$merge_call"
-    load_merge=${BENCH_MEDIAN[merge]}
-else
-    bench_compare merge_load ioc "$ioc_load"
-    load_merge=timeout
-fi
-BENCH_RESET=()
-load_ioc=${BENCH_MEDIAN[ioc]}
-merge_profile_emit
+# merge_ms MEDIAN_OR_TIMEOUT: the median for latest.tsv, NA for a timeout.
+merge_ms() {
+    [ "$1" = timeout ] && echo NA || echo "$1"
+}
 
-# 2. Replay: t already equals src. Nothing here writes to t (checked after),
-# so no reset between rounds.
-say "replay: restoring t; untimed idem.merge under auto_explain"
-bench_psql >/dev/null <<<"$restore_t"
-merge_profile "replay" "$restore_t"
-report ""
-report "### 2. Replay of unchanged data (\`t\` already equals \`src\`)"
-report ""
-report "\`guarded\` and \`bare\` are what a user writes for the same guarantees: \`merge_guarded()\` is the duplicate-key check and the MERGE in one plpgsql function (both timed together); \`merge_bare()\` is the same MERGE alone."
-report ""
-report '```sql'
-report "$(bench_psql -c "SELECT pg_get_functiondef('merge_guarded'::regproc)")"
-report '```'
-if [ "$merge_ok" = yes ]; then
-    bench_compare merge_replay guarded "SELECT merge_guarded()" bare "SELECT merge_bare()" merge "$merge_call"
-    replay_merge=${BENCH_MEDIAN[merge]}
-else
-    bench_compare merge_replay guarded "SELECT merge_guarded()" bare "SELECT merge_bare()"
-    replay_merge=timeout
-fi
-replay_guarded=${BENCH_MEDIAN[guarded]}
-replay_bare=${BENCH_MEDIAN[bare]}
-if [ "$merge_ok" = yes ]; then
+# merge_size N: the three scenarios on N rows. At the largest size (the
+# last), also the per-CTE profiles and the rows written and WAL of a replay.
+merge_size() {
+    local n=$1 rows big=no
+    rows=$(bench_rows "$n")
+    [ "$n" = "$BENCH_SIZE_MAX" ] && big=yes
+    say "merge at $rows rows: loading"
+    merge_load "$n"
     report ""
-    report "- idem.merge / the bare MERGE alone: $(bench_ratio "$replay_merge" "$replay_bare")x"
-fi
-changed_after_replay=$(bench_psql -c "SELECT count(*) FROM t JOIN orig o USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (o.c1, o.c2, o.c3, o.c4)")
-report "- rows of \`t\` differing from the original data after the timed replays: $changed_after_replay"
-merge_profile_emit
+    report "### $rows rows"
+    report ""
+    report "Tables \`src\` and \`t\`: $(bench_psql -F ' ' -c "
+        SELECT to_char(count(*), 'FM9,999,999,999') || ' rows, '
+               || pg_size_pretty(pg_table_size('src')) || ' heap + '
+               || pg_size_pretty(pg_indexes_size('src')) || ' primary key, c3 '
+               || min(length(c3)) || '-' || max(length(c3)) || ' chars'
+        FROM src") (id bigint primary key, c1 int, c2 numeric(12,2), c3 text, c4 timestamptz; VACUUM ANALYZEd; autovacuum off)."
 
-say "replay: rows rewritten and WAL"
-ioc_naive="INSERT INTO t SELECT * FROM src ON CONFLICT (id) DO UPDATE SET $ioc_set"
-ioc_where="$ioc_naive WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (EXCLUDED.c1, EXCLUDED.c2, EXCLUDED.c3, EXCLUDED.c4)"
-probe_variants=(guarded ioc_where ioc_naive)
-[ "$merge_ok" = yes ] && probe_variants=(merge "${probe_variants[@]}")
-declare -A probe=()
-for v in "${probe_variants[@]}"; do
-    case $v in
-        merge)     q=$merge_call ;;
-        guarded)   q="SELECT merge_guarded()" ;;
-        ioc_where) q=$ioc_where ;;
-        ioc_naive) q=$ioc_naive ;;
-    esac
-    # Rolled back: the ON CONFLICT replays write; t is restored before
-    # scenario 3 anyway.
-    probe[$v]=$(bench_psql -F ' ' <<SQL
-BEGIN;
-SELECT wal_bytes, lsn_bytes, rewritten, locked FROM write_probe('t', \$probe\$$q\$probe\$);
-ROLLBACK;
-SQL
-)
-done
-report ""
-report "#### Replay: rows written and WAL"
-report ""
-report "Each replay once more, under EXPLAIN (ANALYZE, WAL), in a transaction rolled back afterwards. Rows rewritten: rows of \`t\` with a new tuple version (xmin of that transaction); rows locked: row versions only locked (xmax of that transaction). WAL: the top plan node's \"WAL Bytes\" (this backend's WAL, nested statements included), and the WAL insert position's advance as a cross-check."
-report ""
-report "| replay | statement | rows rewritten | rows locked | WAL bytes | WAL insert position advance |"
-report "|---|---|---:|---:|---:|---:|"
-for v in "${probe_variants[@]}"; do
-    read -r wal lsn rew lck <<<"${probe[$v]}"
-    case $v in
-        merge)     q="\`$merge_call\`" ;;
-        guarded)   q="\`SELECT merge_guarded()\`" ;;
-        ioc_where) q="\`INSERT ... ON CONFLICT (id) DO UPDATE SET ... WHERE (t.c1, ...) IS DISTINCT FROM (EXCLUDED.c1, ...)\`" ;;
-        ioc_naive) q="\`INSERT INTO t SELECT * FROM src ON CONFLICT (id) DO UPDATE SET c1 = EXCLUDED.c1, ...\` (naive)" ;;
-    esac
-    report "| $v | $q | $rew | $lck | $wal | $lsn |"
-done
-read -r naive_wal _ _ _ <<<"${probe[ioc_naive]}"
-if [ "$merge_ok" = yes ]; then
-    read -r merge_wal _ merge_rewritten _ <<<"${probe[merge]}"
-    merge_wal_pct=$(awk -v a="$merge_wal" -v b="$naive_wal" 'BEGIN { if (b == 0) print "inf"; else printf "%.3f", 100 * a / b }')
-fi
+    # 1. First load into an empty target.
+    say "first load: untimed idem.merge under auto_explain"
+    bench_psql >/dev/null <<<"TRUNCATE t; CHECKPOINT;"
+    merge_profile "first load" "TRUNCATE t; CHECKPOINT;"
+    report ""
+    report "#### 1. First load into an empty target, $rows rows"
+    report ""
+    report "Before each timed statement (untimed): its target is TRUNCATEd and a CHECKPOINT writes out the previous round's pages."
+    BENCH_RESET=([ioc]="TRUNCATE t_ioc; CHECKPOINT;" [merge]="TRUNCATE t; CHECKPOINT;")
+    if [ "$merge_ok" = yes ]; then
+        bench_compare "merge_load_$n" ioc "$ioc_load" merge "$merge_call"
+        load_merge=${BENCH_MEDIAN[merge]}
+    else
+        bench_compare "merge_load_$n" ioc "$ioc_load"
+        load_merge=timeout
+    fi
+    BENCH_RESET=()
+    load_ioc=${BENCH_MEDIAN[ioc]}
+    bench_tsv merge "first load" "$n" "$(merge_ms "$load_merge")" "$load_ioc" \
+        "idem.merge" "INSERT ... ON CONFLICT DO UPDATE"
+    [ "$big" = yes ] && merge_profile_emit
 
-# 3. 10% of the rows changed. src gets c1 + 1 where id % 10 = 0 (reloaded:
-# compact, no dead rows); t is restored to the original data before each
-# round.
-say "10%: rewriting src, restoring t; untimed idem.merge under auto_explain"
-bench_psql <<'SQL'
+    # 2. Replay: t already equals src. Nothing here writes to t (checked
+    # after), so no reset between rounds.
+    say "replay: restoring t; untimed idem.merge under auto_explain"
+    bench_psql >/dev/null <<<"$restore_t"
+    merge_profile "replay" "$restore_t"
+    report ""
+    report "#### 2. Replay of unchanged data (\`t\` already equals \`src\`), $rows rows"
+    if [ "$n" = "$BENCH_SIZE_MIN" ]; then
+        report ""
+        report "\`guarded\` and \`bare\` are what a user writes for the same guarantees: \`merge_guarded()\` is the duplicate-key check and the MERGE in one plpgsql function (both timed together); \`merge_bare()\` is the same MERGE alone."
+        report ""
+        report '```sql'
+        report "$(bench_psql -c "SELECT pg_get_functiondef('merge_guarded'::regproc)")"
+        report '```'
+    fi
+    if [ "$merge_ok" = yes ]; then
+        bench_compare "merge_replay_$n" guarded "SELECT merge_guarded()" bare "SELECT merge_bare()" merge "$merge_call"
+        replay_merge=${BENCH_MEDIAN[merge]}
+    else
+        bench_compare "merge_replay_$n" guarded "SELECT merge_guarded()" bare "SELECT merge_bare()"
+        replay_merge=timeout
+    fi
+    replay_guarded=${BENCH_MEDIAN[guarded]}
+    replay_bare=${BENCH_MEDIAN[bare]}
+    bench_tsv merge "replay, unchanged data" "$n" "$(merge_ms "$replay_merge")" "$replay_guarded" \
+        "idem.merge" "duplicate check + MERGE ... IS DISTINCT FROM"
+    if [ "$merge_ok" = yes ]; then
+        report ""
+        report "- idem.merge / the bare MERGE alone: $(bench_ratio "$replay_merge" "$replay_bare")x"
+    fi
+    local changed_after_replay
+    changed_after_replay=$(bench_psql -c "SELECT count(*) FROM t JOIN orig o USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (o.c1, o.c2, o.c3, o.c4)")
+    report "- rows of \`t\` differing from the original data after the timed replays: $changed_after_replay"
+    [ "$big" = yes ] && merge_profile_emit
+    [ "$big" = yes ] && merge_replay_writes
+
+    # 3. 10% of the rows changed. src gets c1 + 1 where id % 10 = 0
+    # (reloaded: compact, no dead rows); t is restored to the original data
+    # before each round.
+    say "10%: rewriting src, restoring t; untimed idem.merge under auto_explain"
+    bench_psql <<'SQL'
 TRUNCATE src;
 INSERT INTO src
 SELECT id, CASE WHEN id % 10 = 0 THEN c1 + 1 ELSE c1 END, c2, c3, c4 FROM orig;
 VACUUM ANALYZE src;
 SQL
-bench_psql >/dev/null <<<"$restore_t"
-merge_profile "10% changed" "$restore_t"
-report ""
-report "### 3. 10% of the rows changed"
-report ""
-report "\`src\` has c1 + 1 where id % 10 = 0 (100,000 rows). Before each timed statement (untimed): \`$restore_t\`"
-BENCH_RESET=([guarded]="$restore_t" [merge]="$restore_t")
-if [ "$merge_ok" = yes ]; then
-    bench_compare merge_10pct guarded "SELECT merge_guarded()" merge "$merge_call"
-    pct_merge=${BENCH_MEDIAN[merge]}
-else
-    bench_compare merge_10pct guarded "SELECT merge_guarded()"
-    pct_merge=timeout
-fi
-BENCH_RESET=()
-pct_guarded=${BENCH_MEDIAN[guarded]}
-report ""
-report "- rows of \`t\` differing from \`src\` after the last round: $(bench_psql -c "SELECT count(*) FROM t FULL JOIN src s USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (s.c1, s.c2, s.c3, s.c4)")"
-merge_profile_emit
+    bench_psql >/dev/null <<<"$restore_t"
+    merge_profile "10% changed" "$restore_t"
+    report ""
+    report "#### 3. 10% of the rows changed, $rows rows"
+    report ""
+    report "\`src\` has c1 + 1 where id % 10 = 0 ($(bench_rows $((n / 10))) rows). Before each timed statement (untimed): \`$restore_t\`"
+    BENCH_RESET=([guarded]="$restore_t" [merge]="$restore_t")
+    if [ "$merge_ok" = yes ]; then
+        bench_compare "merge_10pct_$n" guarded "SELECT merge_guarded()" merge "$merge_call"
+        pct_merge=${BENCH_MEDIAN[merge]}
+    else
+        bench_compare "merge_10pct_$n" guarded "SELECT merge_guarded()"
+        pct_merge=timeout
+    fi
+    BENCH_RESET=()
+    pct_guarded=${BENCH_MEDIAN[guarded]}
+    bench_tsv merge "10% of the rows changed" "$n" "$(merge_ms "$pct_merge")" "$pct_guarded" \
+        "idem.merge" "duplicate check + MERGE ... IS DISTINCT FROM"
+    report ""
+    report "- rows of \`t\` differing from \`src\` after the last round: $(bench_psql -c "SELECT count(*) FROM t FULL JOIN src s USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (s.c1, s.c2, s.c3, s.c4)")"
+    [ "$big" = yes ] && merge_profile_emit
+    return 0
+}
 
+# merge_replay_writes: each replay once more, rolled back, for the rows it
+# rewrote and the WAL it wrote (t equals src). Sets merge_wal_pct and
+# merge_rewritten (when idem.merge ran).
+merge_replay_writes() {
+    say "replay: rows rewritten and WAL"
+    local ioc_naive ioc_where v q wal lsn rew lck naive_wal merge_wal
+    ioc_naive="INSERT INTO t SELECT * FROM src ON CONFLICT (id) DO UPDATE SET $ioc_set"
+    ioc_where="$ioc_naive WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (EXCLUDED.c1, EXCLUDED.c2, EXCLUDED.c3, EXCLUDED.c4)"
+    local probe_variants=(guarded ioc_where ioc_naive)
+    [ "$merge_ok" = yes ] && probe_variants=(merge "${probe_variants[@]}")
+    local -A probe=()
+    for v in "${probe_variants[@]}"; do
+        case $v in
+            merge)     q=$merge_call ;;
+            guarded)   q="SELECT merge_guarded()" ;;
+            ioc_where) q=$ioc_where ;;
+            ioc_naive) q=$ioc_naive ;;
+        esac
+        # Rolled back: the ON CONFLICT replays write; t is restored before
+        # scenario 3 anyway.
+        probe[$v]=$(bench_psql -F ' ' <<SQL
+BEGIN;
+SELECT wal_bytes, lsn_bytes, rewritten, locked FROM write_probe('t', \$probe\$$q\$probe\$);
+ROLLBACK;
+SQL
+)
+    done
+    report ""
+    report "#### Replay: rows written and WAL, $(bench_rows "$BENCH_SIZE_MAX") rows"
+    report ""
+    report "Each replay once more, under EXPLAIN (ANALYZE, WAL), in a transaction rolled back afterwards. Rows rewritten: rows of \`t\` with a new tuple version (xmin of that transaction); rows locked: row versions only locked (xmax of that transaction). WAL: the top plan node's \"WAL Bytes\" (this backend's WAL, nested statements included), and the WAL insert position's advance as a cross-check."
+    report ""
+    report "| replay | statement | rows rewritten | rows locked | WAL bytes | WAL insert position advance |"
+    report "|---|---|---:|---:|---:|---:|"
+    for v in "${probe_variants[@]}"; do
+        read -r wal lsn rew lck <<<"${probe[$v]}"
+        case $v in
+            merge)     q="\`$merge_call\`" ;;
+            guarded)   q="\`SELECT merge_guarded()\`" ;;
+            ioc_where) q="\`INSERT ... ON CONFLICT (id) DO UPDATE SET ... WHERE (t.c1, ...) IS DISTINCT FROM (EXCLUDED.c1, ...)\`" ;;
+            ioc_naive) q="\`INSERT INTO t SELECT * FROM src ON CONFLICT (id) DO UPDATE SET c1 = EXCLUDED.c1, ...\` (naive)" ;;
+        esac
+        report "| $v | $q | $rew | $lck | $wal | $lsn |"
+    done
+    read -r naive_wal _ _ _ <<<"${probe[ioc_naive]}"
+    if [ "$merge_ok" = yes ]; then
+        read -r merge_wal _ merge_rewritten _ <<<"${probe[merge]}"
+        merge_wal_pct=$(awk -v a="$merge_wal" -v b="$naive_wal" 'BEGIN { if (b == 0) print "inf"; else printf "%.3f", 100 * a / b }')
+    fi
+}
+
+for n in "${BENCH_SIZE_LIST[@]}"; do
+    merge_size "$n"
+done
+
+# The goals, at the largest size (the last merge_size).
 report ""
-report "### Goals"
+report "### Goals, $(bench_rows "$BENCH_SIZE_MAX") rows"
 bench_goal_begin
 if [ "$merge_src" != src ]; then
     bench_goal "idem.merge runs with a primary-key source table (1 = yes)" 0 ">=" 1

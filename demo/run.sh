@@ -10,11 +10,18 @@ source test/lib/cluster.sh
 
 ensure_deps "${BUILD_DEPS[@]}"
 echo "building and installing pg_idempotent..."
+# The installed module is shared by every run on this machine (make test,
+# make bench, CI): build and install holding the lock exclusively, as
+# test/run_all.sh does, then hold it shared while the demo runs.
+exec 9>>/tmp/pg_idempotent-install.lock
+chmod a+rw /tmp/pg_idempotent-install.lock 2>/dev/null || true
+flock 9
 make -s -j2 >/dev/null
 if ! make -s install >/dev/null 2>&1; then
     echo "make install failed: run 'sudo make install' (or 'make demo' as root) first" >&2
     exit 2
 fi
+flock -s 9
 
 trap cluster_stop EXIT
 trap 'exit 130' INT TERM

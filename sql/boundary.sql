@@ -62,3 +62,16 @@ SET ROLE boundary_nobody;
 SELECT show_error($$SELECT idem._boundary_probe('destructed')$$);
 RESET ROLE;
 DROP ROLE boundary_nobody;
+
+-- A C++ error's text longer than the guard's buffer (4096 bytes of DETAIL)
+-- is cut to whole characters: the client receives valid UTF-8. convert_from
+-- validates; a cut inside an 'é' would fail with 22021 here.
+DO $$
+DECLARE det text;
+BEGIN
+  PERFORM idem.checksum_query('SELECT 1; SELECT 2 -- x' || repeat('é', 3000));
+EXCEPTION WHEN invalid_parameter_value THEN
+  GET STACKED DIAGNOSTICS det = PG_EXCEPTION_DETAIL;
+  RAISE NOTICE 'detail of % bytes, valid UTF-8: %', octet_length(det),
+    convert_from(convert_to(det, 'UTF8'), 'UTF8') = det;
+END $$;

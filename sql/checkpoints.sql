@@ -147,3 +147,17 @@ SELECT DISTINCT who FROM seen_as;
 SELECT idem.revoke_usage('c_domain_user', 'domain_job');
 REVOKE ALL ON seen_as FROM c_domain_user;
 DROP ROLE c_domain_user;
+
+-- run_once's query may not end the transaction: 0A000, the watermark stays.
+SELECT show_error($$SELECT idem.run_once('bad_sql_job', 1::bigint, 'ROLLBACK')$$);
+SELECT idem.watermark('bad_sql_job') AS bad_sql_watermark;
+-- Windows across the bigint range, or years in microseconds, stop at the
+-- limit of 100000 at once instead of first building the whole series, and
+-- infinite bounds, whose series never ends, are refused (the timeout turns a
+-- regression into a failure instead of a hang).
+SET statement_timeout = '30s';
+SELECT show_error($$SELECT * FROM idem.gaps('far_job', 1::bigint, 9223372036854775807::bigint, 1::bigint)$$);
+SELECT show_error($$SELECT * FROM idem.gaps('far_job', '2024-07-01'::timestamp, '2025-07-01'::timestamp, interval '1 microsecond')$$);
+SELECT show_error($$SELECT * FROM idem.gaps('far_job', '2024-07-01'::date, 'infinity'::date, interval '1 day')$$);
+SELECT show_error($$SELECT * FROM idem.gaps('far_job', '-infinity'::timestamptz, '-infinity'::timestamptz, interval '1 day')$$);
+RESET statement_timeout;

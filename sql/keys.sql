@@ -173,3 +173,12 @@ SELECT idem.once('twice_in_txn', 'INSERT INTO once_effects VALUES (1) RETURNING 
 COMMIT;
 SELECT count(*) AS ran_once FROM once_effects;
 SELECT show_error($$SELECT idem.purge_keys('-1 day', 'default')$$);
+
+-- Caller SQL that would end the transaction or copy to the client is the
+-- caller's mistake (0A000), not an internal error; nothing is claimed.
+SELECT show_error($$SELECT idem.once('bad_sql', 'COMMIT')$$);
+SELECT show_error($$SELECT idem.once('bad_sql', 'COPY once_effects TO STDOUT')$$);
+SELECT count(*) AS bad_sql_claimed FROM idem.key_status('bad_sql');
+-- A long key is cut on a character boundary in messages (77 bytes would end
+-- inside the 39th 'é'), so the message stays valid UTF-8.
+SELECT show_error($$SELECT idem.complete(repeat('é', 100))$$);

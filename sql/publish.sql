@@ -131,3 +131,15 @@ SELECT idem.publish('marts.shape', 'SELECT 2 AS a') AS v3;
 DROP TABLE marts.shape__v1;
 SELECT idem.publish('marts.shape', 'SELECT 3 AS a', keep => 1) AS v4;
 SELECT version, is_current FROM idem.versions('marts.shape');
+
+-- A fresh session whose first flip is a rollback (no next version: a NULL
+-- passed as text) and whose second is a publish (an int4): the flip's kept
+-- plan is per parameter types. With one plan per SQL text, the publish ran
+-- its int4 through the rollback's plan and crashed the backend.
+\c
+SELECT idem.publish('marts.flip_order', 'SELECT 1 AS a') AS v1;
+SELECT idem.publish('marts.flip_order', 'SELECT 2 AS a') AS v2;
+\c
+SELECT idem.rollback('marts.flip_order') AS rolled_back_to;
+SELECT idem.publish('marts.flip_order', 'SELECT 3 AS a') AS v3;
+SELECT * FROM marts.flip_order;

@@ -326,12 +326,15 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
 
     // The candidate windows [g, g + step) for g from from_value while g <
     // to_value, generated under the canonical settings (UTC days).
+    // generate_series sits in a target list, where it yields one row at a
+    // time and the LIMIT stops it; in FROM it would first build the whole
+    // series (across the bigint range, or years in microseconds).
     const std::string type = pg::type_qualified(from.type);
     const std::string type_name = pg::type_display(from.type);
     std::string series;
+    std::string base;
     const bool interval_step = pg::type_display(step.type) == "interval";
     if (interval_step) {
-        std::string base;
         if (type_name == "date" || type_name == "timestamp without time zone")
             base = "pg_catalog.timestamp";
         else if (type_name == "timestamp with time zone")
@@ -340,21 +343,33 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
             throw UserError("42883", "an interval step needs dates or timestamps, not " + type_name,
                             {}, "For numbers, pass a step of the same type as the values.");
         series = "SELECT g::" + type + "::pg_catalog.text, LEAST((g OPERATOR(pg_catalog.+) $3)::" + type +
-                 ", $2)::pg_catalog.text FROM pg_catalog.generate_series($1::" + base + ", $2::" + base +
-                 ", $3) AS g WHERE g::" + type + " OPERATOR(pg_catalog.<) $2 LIMIT 100001";
+                 ", $2)::pg_catalog.text FROM (SELECT pg_catalog.generate_series($1::" + base + ", $2::" + base +
+                 ", $3) AS g) AS s WHERE g::" + type + " OPERATOR(pg_catalog.<) $2 LIMIT 100001";
     } else {
         if (step.type != from.type)
             throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
         if (type_name != "integer" && type_name != "bigint" && type_name != "numeric")
             throw UserError("42883", "a numeric step needs integer, bigint or numeric values, not " + type_name);
         series = "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
-                 " FROM pg_catalog.generate_series($1, $2, $3) AS g WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
+                 " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
+                 " WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
     }
     {
         auto positive = spi.query("SELECT ($1 OPERATOR(pg_catalog.>) ($1 OPERATOR(pg_catalog.-) $1))::pg_catalog.text",
                                   {Param::of_value(step)});
         if (positive.rows.at(0).at(0) != std::optional<std::string>("true"))
             throw UserError(sqlstate::kInvalidParameterValue, "step must be positive");
+    }
+    if (interval_step) {
+        // 'infinity' plus a step is 'infinity' again: the series from or to
+        // an infinite value never ends, and between two equal infinities the
+        // WHERE drops every row, so not even the LIMIT stops it.
+        auto finite = spi.query("SELECT (pg_catalog.isfinite($1::" + base + ") AND pg_catalog.isfinite($2::" + base +
+                                    "))::pg_catalog.text",
+                                {Param::of_value(from), Param::of_value(to)});
+        if (finite.rows.at(0).at(0) != std::optional<std::string>("true"))
+            throw UserError(sqlstate::kInvalidParameterValue, "from_value and to_value must be finite",
+                            "Windows are listed between two finite " + type_name + " values.");
     }
     pg::QueryResult candidates;
     pg::with_canonical_settings([&] {

@@ -57,9 +57,16 @@ std::string takeover_sql()
 }
 
 // A key as messages show it: long keys are cut, the message stays readable.
+// The cut is on a UTF-8 character boundary (as publish's version table
+// names): a key cut inside a character made the whole message invalid UTF-8.
 std::string shown(const std::string& key)
 {
-    return key.size() <= 80 ? key : key.substr(0, 77) + "...";
+    if (key.size() <= 80)
+        return key;
+    std::size_t cut = 77;
+    while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80)
+        --cut;
+    return key.substr(0, cut) + "...";
 }
 
 void require_text(const std::string& value, const char* what)

@@ -5,12 +5,15 @@
 #   2. builds with -Werror and installs the module
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
-#   5. runs the pg_regress suite, the isolation specs and the TAP tests
+#   5. runs the pg_regress suite, the isolation specs, the pgTAP example
+#      (examples/pgtap) and the TAP tests; last the package suite: builds,
+#      installs and purges the Debian package, checks the PGXN archive
 #   6. checks the server log for crashes
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress isolation tap" limits what runs (all by default).
+# SUITES="unit regress isolation pgtap tap package" limits what runs (all by
+# default).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +21,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 
-SUITES=${SUITES:-"unit regress isolation tap"}
+SUITES=${SUITES:-"unit regress isolation pgtap tap package"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -98,7 +101,7 @@ if wants unit; then
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
 fi
 
-if wants regress || wants isolation; then
+if wants regress || wants isolation || wants pgtap; then
     echo "== starting a private PostgreSQL 15 cluster"
     cluster_start || { note_result cluster fail; exit 1; }
     echo "   socket $PGHOST, port $PGPORT"
@@ -136,7 +139,27 @@ if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     [ -f "$RUN_DIR/isolation/regression.diffs" ] && cat "$RUN_DIR/isolation/regression.diffs"
 fi
 
-if wants regress || wants isolation; then
+# The pgTAP example (examples/pgtap): each test file runs in a fresh database
+# of the private cluster (run.sh creates and drops it) and counts as one test;
+# its assertions are printed. pg_prove fails the file on any failed
+# assertion, on an error that ends it early, or on a wrong plan.
+if wants pgtap; then
+    echo "== pgtap (examples/pgtap, pg_prove)"
+    for t in examples/pgtap/test/*.sql; do
+        name=$(basename "$t" .sql)
+        log="$RUN_DIR/pgtap-$name.log"
+        if PGTAP_DB="idem_pgtap_$name" bash examples/pgtap/run.sh -v "$t" >"$log" 2>&1 \
+            && grep -qE "^ok [0-9]+" "$log"; then
+            note_result "pgtap/$name" ok
+            grep -E "^(ok|not ok) [0-9]+" "$log" | sed "s/^/   $name: /"
+        else
+            note_result "pgtap/$name" fail
+            cat "$log"
+        fi
+    done
+fi
+
+if wants regress || wants isolation || wants pgtap; then
     problems=$(cluster_log_problems)
     if [ -n "$problems" ]; then
         echo "server log shows a crash:"; echo "$problems"
@@ -175,6 +198,26 @@ if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
         fi
     done
     rm -rf "$TAP_DIR"
+fi
+
+# The packages (test/package): deb.sh builds the Debian package in a copy of
+# the tree, installs it with dpkg -i, uses it and purges it; dist.sh makes the
+# PGXN archive and checks it. dpkg -i writes where `make install` does, so
+# deb.sh takes the install lock exclusively; this run gives up its shared
+# hold first (fd 9), and so this suite comes last: nothing after it relies on
+# the module this run installed.
+if wants package; then
+    echo "== package (Debian package, PGXN archive)"
+    flock -u 9
+    for t in deb dist; do
+        if bash "test/package/$t.sh" >"$RUN_DIR/package-$t.log" 2>&1; then
+            note_result "package/$t" ok
+            grep -E "^(ok|not ok) " "$RUN_DIR/package-$t.log" | sed "s/^/   $t: /"
+        else
+            note_result "package/$t" fail
+            cat "$RUN_DIR/package-$t.log"
+        fi
+    done
 fi
 
 [ "$FAILED" -eq 0 ]

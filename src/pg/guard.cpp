@@ -28,6 +28,15 @@ void copy_text(char* dst, std::size_t size, const char* src) noexcept
     snprintf(dst, size, "%s", src == nullptr ? "" : src);
 }
 
+// A text cut to its buffer above may end inside a multibyte character; cut
+// it back to whole characters of the database encoding, so the client never
+// receives an invalid string. Called after the catch block (PostgreSQL code).
+void clip_to_characters(char* text)
+{
+    const int len = static_cast<int>(strlen(text));
+    text[pg_mbcliplen(text, len, len)] = '\0';
+}
+
 }  // namespace
 
 std::string error_sqlstate(const PgError& error)
@@ -104,6 +113,9 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
         ReThrowError(pg_error);
         break;
     case Outcome::kUserError: {
+        clip_to_characters(g_pending.message);
+        clip_to_characters(g_pending.detail);
+        clip_to_characters(g_pending.hint);
         const char* c = g_pending.code;
         ereport(ERROR,
                 (errcode(MAKE_SQLSTATE(c[0], c[1], c[2], c[3], c[4])),
@@ -116,6 +128,7 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
         ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in pg_idempotent")));
         break;
     case Outcome::kCppError:
+        clip_to_characters(g_pending.message);
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                         errmsg("internal error in pg_idempotent: %s", g_pending.message)));
         break;

@@ -19,6 +19,7 @@ extern "C" {
 #include "executor/tuptable.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "tcop/dest.h"
 #include "utils/array.h"

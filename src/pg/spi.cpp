@@ -147,6 +147,19 @@ QueryResult copy_result()
 
 void check_spi(int rc, const char* what)
 {
+    // Caller SQL (once, run_once, assert_rerun_safe) can be a transaction
+    // command or a COPY to or from the client, which SPI refuses with a code,
+    // not an error: they are the caller's mistakes, reported as PL/pgSQL
+    // reports them (0A000), not as internal errors.
+    if (rc == SPI_ERROR_TRANSACTION) {
+        throw UserError("0A000", "transaction control statements cannot run inside a pg_idempotent function",
+                        "The statement would run inside the caller's transaction, which it cannot end.",
+                        "Commit or roll back in the caller, after the function returns.");
+    }
+    if (rc == SPI_ERROR_COPY) {
+        throw UserError("0A000", "COPY to or from the client cannot run inside a pg_idempotent function", {},
+                        "Use COPY to or from a file, or INSERT ... SELECT.");
+    }
     if (rc < 0) {
         // A negative code is a misuse of SPI, not a user error: report it as
         // an internal error naming the call.
@@ -204,8 +217,16 @@ std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
 QueryResult SpiSession::query_saved(const std::string& sql, const Params& params)
 {
     SpiArgs args = convert_params(params);
+    // One plan per statement and parameter types: a statement called with a
+    // NULL passed as text in one place and an int4 in another must not run
+    // the int4 through the other call's plan, which reads it as a pointer to
+    // text (publish after rollback in one session crashed the backend).
+    std::string key = sql;
+    key.push_back('\0');
+    for (int i = 0; i < args.count; ++i)
+        key += std::to_string(args.types[i]) + ",";
     auto& plans = saved_plans();
-    auto it = plans.find(sql);
+    auto it = plans.find(key);
     SPIPlanPtr plan = nullptr;
     if (it != plans.end()) {
         plan = it->second;
@@ -218,7 +239,7 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
                 elog(ERROR, "SPI_keepplan failed");
             return p;
         });
-        plans.emplace(sql, plan);
+        plans.emplace(key, plan);
     }
     const int rc = pg_call([&] { return SPI_execute_plan(plan, args.values, args.nulls, false, 0); });
     check_spi(rc, "SPI_execute_plan");

@@ -64,8 +64,9 @@ public:
     // rows as text. For small results: catalog look-ups, counts.
     QueryResult query(const std::string& sql, const Params& params = {});
     // The same, with the plan kept for the life of the backend (hot paths:
-    // the SQL text is the cache key, so it must be one of the extension's
-    // own fixed statements, never text built from caller input).
+    // the SQL text and the parameter types are the cache key, so the text
+    // must be one of the extension's own fixed statements, never text built
+    // from caller input).
     QueryResult query_saved(const std::string& sql, const Params& params = {});
 
     // Runs a statement; returns the rows it processed.

@@ -5,6 +5,8 @@
 #
 # As root the server runs as the postgres OS user (initdb refuses root);
 # clients may stay root and connect as the database user postgres.
+# CLUSTER_EXTRA_CONF adds lines to postgresql.conf; CLUSTER_SERVER_ENV, an
+# array of NAME=VALUE, adds environment to the server process.
 
 PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 
@@ -43,7 +45,10 @@ log_line_prefix = '%m [%p] %e '
 log_min_messages = warning
 ${CLUSTER_EXTRA_CONF:-}
 CONF
-    as_pg "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w -t 60 start \
+    # CLUSTER_SERVER_ENV (an array of NAME=VALUE) reaches the server only, not
+    # initdb or the clients: test/sanitize/run.sh preloads the ASan runtime.
+    as_pg env ${CLUSTER_SERVER_ENV[@]+"${CLUSTER_SERVER_ENV[@]}"} \
+        "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w -t 60 start \
         >/dev/null || { cat "$CLUSTER_DIR/server.log" >&2; return 1; }
     export PGHOST="$CLUSTER_DIR/sock" PGPORT="$port" PGUSER=postgres PGDATABASE=postgres
     unset PGPASSWORD PGSERVICE PGOPTIONS

@@ -23,7 +23,15 @@ ensure_deps() {
 # What building and testing need on a fresh Debian 12 machine.
 BUILD_DEPS=(make g++ cmake postgresql-15 postgresql-server-dev-15 postgresql-common
             libxxhash-dev libpq-dev)
-TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl locales)
+# pgTAP and pg_prove: the pgTAP example (examples/pgtap, suite "pgtap").
+TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl locales
+           postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+# The package suite (test/package): dpkg-buildpackage and pg_buildext for the
+# Debian package (debian/), git for `make dist`, unzip to read its archive.
+TEST_DEPS+=(build-essential debhelper dpkg-dev postgresql-server-dev-all git unzip)
+# DBD::Pg: the bad-input fuzzer (test/t/070) sends thousands of calls over one
+# connection and reads each error's SQLSTATE.
+TEST_DEPS+=(libdbd-pg-perl)
 
 # ensure_locale NAME: the tests switch lc_* to a locale other than the
 # cluster's (de_DE.UTF-8) to prove checksums ignore them; generate it if
