@@ -49,7 +49,10 @@ sub check_distribution
 	open(my $ctl, '<', "$root/pg_idempotent.control") or die "control: $!";
 	my ($default_version) = map { /^default_version\s*=\s*'([^']+)'/ ? $1 : () } <$ctl>;
 	is($default_version, $meta->{version}, "$what: control default_version equals META.json version");
-	ok(-f "$root/pg_idempotent--$default_version.sql", "$what: install script for the default version exists");
+	# An install script for it, or an update script that leads to it from an
+	# earlier release (CREATE EXTENSION runs the chain).
+	ok(-f "$root/pg_idempotent--$default_version.sql" || glob("$root/pg_idempotent--*--$default_version.sql"),
+	   "$what: install or update script for the default version exists");
 
 	# The LICENSE file is the PostgreSQL licence.
 	open(my $lic, '<', "$root/LICENSE") or die "LICENSE: $!";
