@@ -18,7 +18,6 @@
 # and restart does: both are checked against the log. PostgreSQL::Test's
 # clusters run with fsync = off: the OS keeps its page cache, so this tests
 # PostgreSQL's crash recovery (what a process crash leaves), not power loss.
-# mode 'swap' and swap_partition are not covered yet: see TODO(swap) below.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -340,19 +339,19 @@ SQL
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
-# TODO(swap): idem.swap_partition and overwrite_partition(mode => 'swap') are
-# being written; they are not tested here yet. When they land, add a family
-# 'overwrite swap' with the job
-#   SELECT * FROM idem.overwrite_partition('sales', '2024-07-07'::date, '$overwrite_query', mode => 'swap');
-# (and a swap_partition of a built staging table), with the points: returned
-# (kill -9 and immediate); running, blocked on the parent's lock held by a
-# reader (blocker => 'SELECT count(*) FROM sales', statement =>
-# '%mode => ''swap''%'); and check that no staging or '__replaced_' table
-# survives the crash (crash_state lists every table of schema public).
-SKIP:
-{
-	skip 'TODO(swap): swap_partition and overwrite_partition mode swap are not built yet', 1;
-}
+# Mode 'swap': the staging table is loaded, then the swap waits for the
+# parent's lock (a reader holds it) or has detached, attached and dropped the
+# old partition when the crash comes; no staging or __replaced_ table
+# survives (crash_state lists every table of schema public).
+my $swap_query = q{SELECT day, store, sum(amount) + 1 FROM raw_orders WHERE day = ''2024-07-07'' GROUP BY 1, 2};
+family('overwrite swap', <<"SQL", 'sales sales_20240707', 'kill -9',
+SELECT * FROM idem.overwrite_partition('sales', '2024-07-07'::date, '$swap_query', mode => 'swap');
+SQL
+	{ point => 'running', where => 'waiting for the parent lock', how => 'kill -9',
+	  blocker => 'SELECT count(*) FROM sales;', statement => q{%mode => ''swap''%},
+	  writes => 'sales_20240707__idem_staging' },
+	{ point => 'returned', how => 'kill -9' },
+	{ point => 'returned', how => 'immediate' });
 
 family('keys', <<'SQL', 'fulfilments idem.keys', 'kill -9',
 INSERT INTO fulfilments SELECT 'evt_1', 'webhook' WHERE idem.claim('evt_1', 'webhooks');
