@@ -250,30 +250,29 @@ void add_parent_checks(pg::SpiSession& spi, const Partition& part, const pg::Rel
                     row[1].value_or(""));
 }
 
+// name, pg_get_indexdef, and for a PRIMARY KEY / UNIQUE constraint's index
+// its contype and pg_get_constraintdef, of every index on rel.
+QueryResult index_definitions(pg::SpiSession& spi, std::uint32_t rel)
+{
+    return deparse(spi,
+                   "SELECT ic.relname::pg_catalog.text, pg_catalog.pg_get_indexdef(i.indexrelid),"
+                   " con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid)"
+                   " FROM pg_catalog.pg_index i"
+                   " JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid"
+                   " LEFT JOIN pg_catalog.pg_constraint con ON con.conindid OPERATOR(pg_catalog.=) i.indexrelid"
+                   "  AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype IN ('p', 'u')"
+                   " WHERE i.indrelid OPERATOR(pg_catalog.=) $1 ORDER BY i.indexrelid",
+                   {Param::of_oid(rel)});
+}
+
 // The parent's partitioned indexes, so ATTACH adopts them instead of
 // building under the lock. Constraint indexes (PRIMARY KEY, UNIQUE) must be
 // constraints on the staging table too, or ATTACH builds new ones. An
 // equivalent index the caller already built is used as it is.
 void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto parent = deparse(spi,
-                          "SELECT ic.relname::pg_catalog.text, pg_catalog.pg_get_indexdef(i.indexrelid),"
-                          " con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid)"
-                          " FROM pg_catalog.pg_index i"
-                          " JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid"
-                          " LEFT JOIN pg_catalog.pg_constraint con ON con.conindid OPERATOR(pg_catalog.=) i.indexrelid"
-                          "  AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype IN ('p', 'u')"
-                          " WHERE i.indrelid OPERATOR(pg_catalog.=) $1 ORDER BY i.indexrelid",
-                          {Param::of_oid(part.parent)});
-    auto mine = deparse(spi,
-                        "SELECT ic.relname::pg_catalog.text, pg_catalog.pg_get_indexdef(i.indexrelid),"
-                        " con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid)"
-                        " FROM pg_catalog.pg_index i"
-                        " JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid"
-                        " LEFT JOIN pg_catalog.pg_constraint con ON con.conindid OPERATOR(pg_catalog.=) i.indexrelid"
-                        "  AND con.conrelid OPERATOR(pg_catalog.=) i.indrelid AND con.contype IN ('p', 'u')"
-                        " WHERE i.indrelid OPERATOR(pg_catalog.=) $1",
-                        {Param::of_oid(staging.oid)});
+    const auto parent = index_definitions(spi, part.parent);
+    const auto mine = index_definitions(spi, staging.oid);
     // What the staging table already has, in the form we would create.
     std::vector<std::string> existing;
     for (const auto& row : mine.rows) {
