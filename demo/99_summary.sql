@@ -8,4 +8,7 @@
 \echo 'same transaction as the fulfilment, and refused a key reused for another request.'
 \echo 'idem.run_once moved the data and the watermark together: a crash half-way left'
 \echo 'neither, and a duplicate retry did nothing.'
+\echo 'idem.overwrite_partition let the 7 July job own its partition: the retry at'
+\echo '2:49 wrote nothing, the rerun after late orders rewrote (or swapped) it, and'
+\echo 'revenue matched the orders every time.'
 \echo
