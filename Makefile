@@ -4,6 +4,7 @@
 #   make test                 everything: deps, build, private cluster, all suites
 #   make demo                 the story of the seeds, on a throwaway cluster
 #   make bench                benchmarks on a throwaway cluster
+#   make sanitize             regress + isolation against an ASan/UBSan build
 #   make installcheck         the regress suite against PGHOST/PGPORT
 #   make dist / make deb      the PGXN archive / the Debian package (see the end)
 
@@ -73,6 +74,11 @@ bench:
 	bash bench/run.sh
 unit:
 	bash test/unit/run.sh
+# Builds copies of the tree and swaps the installed module for a while, under
+# the install lock (test/sanitize/run.sh); make test runs it too.
+.PHONY: sanitize
+sanitize:
+	bash test/sanitize/run.sh
 
 # Release archives (README: "Install from a package"); OUTDIR receives them.
 #   make dist   pg_idempotent-<version>.zip for PGXN: the committed tree (HEAD;

@@ -12,8 +12,8 @@
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress isolation pgtap tap package" limits what runs (all by
-# default).
+# SUITES="unit regress isolation pgtap tap package sanitize" limits what runs
+# (all by default).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +21,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 
-SUITES=${SUITES:-"unit regress isolation pgtap tap package"}
+SUITES=${SUITES:-"unit regress isolation pgtap tap package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -218,6 +218,31 @@ if wants package; then
             cat "$RUN_DIR/package-$t.log"
         fi
     done
+fi
+
+# ASan + UBSan (test/sanitize/run.sh): the regress suite and the isolation
+# specs once more, against a sanitized build of a copy of the tree, with a
+# self-test that the sanitizers catch a planted bug. It installs that build,
+# so it takes the install lock exclusively: this run gives up its shared hold
+# first (flock -u 9) and closes fd 9 for it, and so it comes last. It puts a
+# normal build of the same copy back before it releases the lock.
+if wants sanitize; then
+    echo "== sanitize (ASan + UBSan build: regress, isolation, self-test)"
+    flock -u 9
+    failed_before=$FAILED
+    counted_before=$((PASSED + FAILED))
+    SANITIZE_OUT="$RUN_DIR/sanitize" bash test/sanitize/run.sh 9>&- >"$RUN_DIR/sanitize.log" 2>&1
+    rc=$?
+    cat "$RUN_DIR/sanitize.log"
+    while IFS= read -r line; do
+        if [[ "$line" =~ ^(not\ )?ok\ [0-9]+\ -\ ([^[:space:]]+) ]]; then
+            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "sanitize/${BASH_REMATCH[2]}" ok
+            else note_result "sanitize/${BASH_REMATCH[2]}" fail; fi
+        fi
+    done <"$RUN_DIR/sanitize.log"
+    if [ $((PASSED + FAILED)) -eq "$counted_before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq "$failed_before" ]; }; then
+        note_result sanitize/runner fail
+    fi
 fi
 
 [ "$FAILED" -eq 0 ]
