@@ -130,6 +130,8 @@ for v in by_hand swap rewrite; do
     t_var="t_$v"; w_var="w_$v"
     report "| $v | ${!t_var} ms | $(bench_ratio "${!t_var}" "$t_by_hand")x | $(awk -v b="${!w_var}" 'BEGIN { printf "%.1f MB", b / 1048576 }') | $(bench_ratio "${!w_var}" "$w_by_hand")x |"
 done
+bench_tsv overwrite "new content, mode swap" "$ov_rows" "$t_swap" "$t_by_hand" "overwrite_partition swap" "DELETE+INSERT"
+bench_tsv overwrite "new content, mode rewrite" "$ov_rows" "$t_rewrite" "$t_by_hand" "overwrite_partition rewrite" "DELETE+INSERT"
 bench_goal_begin
 bench_goal "swap: time vs DELETE+INSERT by hand" "$(bench_ratio "$t_swap" "$t_by_hand")" "<=" 0.8
 bench_goal "swap: WAL vs DELETE+INSERT by hand" "$(bench_ratio "$w_swap" "$w_by_hand")" "<=" 0.6
@@ -145,6 +147,8 @@ read -r rerun_wal rerun_written <<<"$(bench_psql -F ' ' -c "
   SELECT wal_bytes, dirtied FROM bench_.rerun_counters(\$q\$SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$x\$$q\$x\$)\$q\$)")"
 report ""
 report "The rerun's own writes (EXPLAIN (ANALYZE, WAL, BUFFERS) of the call): WAL ${rerun_wal} bytes, ${rerun_written} buffers dirtied."
+bench_tsv overwrite "identical rerun" "$ov_rows" "${BENCH_MEDIAN[overwrite_skip]}" "${BENCH_MEDIAN[query_plus_scan]}" \
+    "overwrite_partition (skipped)" "query + count(*) scan"
 bench_goal_begin
 bench_goal "identical rerun vs the query plus one scan" \
     "$(bench_ratio "${BENCH_MEDIAN[overwrite_skip]}" "${BENCH_MEDIAN[query_plus_scan]}")" "<=" 1.0
