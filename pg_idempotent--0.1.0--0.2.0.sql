@@ -15,3 +15,9 @@ COMMENT ON FUNCTION idem.swap_partition(regclass, regclass, boolean, interval) I
 
 COMMENT ON FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval) IS
   'Overwrites the partition that holds value with the rows of query: rewritten in place (mode rewrite) or swapped (mode swap); skipped when they are the same rows';
+
+-- ---------------------------------------------------------------------------
+-- Logical replication: every state table needs a replica identity, or a
+-- FOR ALL TABLES publication makes its UPDATEs and DELETEs fail (55000).
+-- usage_grants has no primary key (its unique index is on an expression).
+ALTER TABLE idem.usage_grants REPLICA IDENTITY FULL;

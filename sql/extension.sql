@@ -60,3 +60,19 @@ DROP SCHEMA idem;
 DROP ROLE idem_squatter;
 CREATE EXTENSION pg_idempotent;
 SELECT count(*) AS idem_functions FROM pg_proc WHERE pronamespace = 'idem'::regnamespace;
+
+-- Every state table has a replica identity (usage_grants: FULL), so a
+-- FOR ALL TABLES publication does not stop revoke_usage (55000 otherwise).
+SELECT c.relname AS without_replica_identity FROM pg_class c
+ WHERE c.relnamespace = 'idem'::regnamespace AND c.relkind = 'r'
+   AND (c.relreplident = 'n'
+        OR (c.relreplident = 'd' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)));
+SET client_min_messages = error;  -- CREATE PUBLICATION warns about wal_level
+CREATE PUBLICATION idem_everything FOR ALL TABLES;
+RESET client_min_messages;
+CREATE ROLE ext_published_role;
+SELECT idem.grant_usage('ext_published_role', 'reports');
+SELECT idem.revoke_usage('ext_published_role', 'reports');
+SELECT count(*) AS grants_left FROM idem.usage_grants WHERE role::text = 'ext_published_role';
+DROP PUBLICATION idem_everything;
+DROP ROLE ext_published_role;
