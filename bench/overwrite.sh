@@ -29,35 +29,6 @@ ALTER SYSTEM SET autovacuum = off;
 SELECT pg_reload_conf();
 CREATE TABLE ov_rev (n int NOT NULL);
 INSERT INTO ov_rev VALUES (0);
--- WAL bytes and dirtied buffers of one statement (EXPLAIN counts the SPI
--- statements a function runs).
-CREATE FUNCTION bench_.rerun_counters(sql text, OUT wal_bytes bigint, OUT dirtied bigint)
-LANGUAGE plpgsql AS $f$
-DECLARE plan json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON) ' || sql INTO plan;
-    wal_bytes := coalesce((plan->0->'Plan'->>'WAL Bytes')::bigint, 0);
-    dirtied := coalesce((plan->0->'Plan'->>'Shared Dirtied Blocks')::bigint, 0);
-END
-$f$;
--- A backend waiting for a lock on rel (pg_locks and pg_stat_activity agree);
--- fails after timeout_s.
-CREATE FUNCTION bench_.await_waiter(rel regclass, timeout_s float8) RETURNS void
-LANGUAGE plpgsql AS $f$
-DECLARE t0 timestamptz := clock_timestamp();
-BEGIN
-    LOOP
-        PERFORM pg_stat_clear_snapshot();
-        PERFORM FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE l.relation = rel AND NOT l.granted AND a.wait_event_type = 'Lock';
-        EXIT WHEN FOUND;
-        IF clock_timestamp() - t0 > timeout_s * interval '1 second' THEN
-            RAISE EXCEPTION 'no backend waits for a lock on % after % s', rel, timeout_s;
-        END IF;
-        PERFORM pg_sleep(0.001);
-    END LOOP;
-END
-$f$;
 SQL
 
 # ov_setup NAME ROWS DEFAULT: a partitioned table NAME by day with the
@@ -144,7 +115,7 @@ bench_compare rerun \
     query_plus_scan "SELECT (SELECT count(*) FROM ($q) s) + (SELECT count(*) FROM ov_0707)" \
     overwrite_skip "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$)"
 read -r rerun_wal rerun_written <<<"$(bench_psql -F ' ' -c "
-  SELECT wal_bytes, dirtied FROM bench_.rerun_counters(\$q\$SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$x\$$q\$x\$)\$q\$)")"
+  SELECT wal_bytes, dirtied FROM bench_.explain_counters(\$q\$SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$x\$$q\$x\$)\$q\$)")"
 report ""
 report "The rerun's own writes (EXPLAIN (ANALYZE, WAL, BUFFERS) of the call): WAL ${rerun_wal} bytes, ${rerun_written} buffers dirtied."
 bench_tsv overwrite "identical rerun" "$ov_rows" "${BENCH_MEDIAN[overwrite_skip]}" "${BENCH_MEDIAN[query_plus_scan]}" \
@@ -168,7 +139,7 @@ SQL
 BEGIN;
 LOCK TABLE $t IN ACCESS SHARE MODE;
 \! touch $dir/locked
-SELECT bench_.await_waiter('$t', 300);
+SELECT bench_.await_lock_waiter('$t', 300);
 SELECT 'T0 ' || clock_timestamp() \; COMMIT;
 SQL
     pid_a=$!

@@ -108,60 +108,6 @@ CREATE TABLE pub_rounds (
     cpu_committed bigint, rq_committed bigint
 );
 
--- Session A: once a backend waits for a lock on rel (pg_locks, and
--- pg_stat_activity says Lock), returns the time and that backend's
--- schedstat ("ns-on-CPU ns-in-run-queue"); fails after timeout_s.
-CREATE FUNCTION bench_.await_lock_waiter(rel regclass, timeout_s float8) RETURNS text
-LANGUAGE plpgsql AS $f$
-DECLARE
-    t0 timestamptz := clock_timestamp();
-    waiter int;
-BEGIN
-    LOOP
-        PERFORM pg_stat_clear_snapshot();  -- pg_stat_activity is cached per transaction
-        SELECT l.pid INTO waiter FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-        WHERE l.relation = rel AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND NOT l.granted AND a.wait_event_type = 'Lock'
-        LIMIT 1;
-        IF waiter IS NOT NULL THEN
-            RETURN clock_timestamp() || '|' || bench_.schedstat(waiter);
-        END IF;
-        IF clock_timestamp() - t0 > timeout_s * interval '1 second' THEN
-            RAISE EXCEPTION 'no backend waits for a lock on % after % s', rel, timeout_s;
-        END IF;
-        PERFORM pg_sleep(0.001);
-    END LOOP;
-END
-$f$;
-
--- "ns-on-CPU|ns-in-run-queue" of a backend, from /proc/PID/schedstat.
-CREATE FUNCTION bench_.schedstat(pid int) RETURNS text
-LANGUAGE sql AS $f$
-    SELECT split_part(s, ' ', 1) || '|' || split_part(s, ' ', 2)
-    FROM pg_read_file('/proc/' || pid || '/schedstat') AS s
-$f$;
-
--- WAL, buffers and time of one statement, from EXPLAIN (ANALYZE, WAL, BUFFERS):
--- the top node's counters include the SPI statements a function runs.
-CREATE FUNCTION bench_.explain_counters(sql text, OUT wal_records bigint, OUT wal_fpi bigint,
-                                        OUT wal_bytes bigint, OUT dirtied bigint, OUT written bigint,
-                                        OUT ms numeric)
-LANGUAGE plpgsql AS $f$
-DECLARE
-    plan json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON) ' || sql INTO plan;
-    wal_records := coalesce((plan->0->'Plan'->>'WAL Records')::bigint, 0);
-    wal_fpi     := coalesce((plan->0->'Plan'->>'WAL FPI')::bigint, 0);
-    wal_bytes   := coalesce((plan->0->'Plan'->>'WAL Bytes')::bigint, 0);
-    dirtied     := coalesce((plan->0->'Plan'->>'Shared Dirtied Blocks')::bigint, 0)
-                 + coalesce((plan->0->'Plan'->>'Local Dirtied Blocks')::bigint, 0);
-    written     := coalesce((plan->0->'Plan'->>'Shared Written Blocks')::bigint, 0)
-                 + coalesce((plan->0->'Plan'->>'Local Written Blocks')::bigint, 0)
-                 + coalesce((plan->0->'Plan'->>'Temp Written Blocks')::bigint, 0);
-    ms          := round((plan->0->>'Execution Time')::numeric, 1);
-END
-$f$;
 SQL
 } | bench_psql
 
