@@ -22,7 +22,7 @@ void require_readable_kind(const pg::Relation& rel)
     static const std::string kReadable = "rpvmf";
     if (kReadable.find(rel.kind) == std::string::npos) {
         throw UserError(sqlstate::kWrongObjectType,
-                        "\"" + rel.schema + "." + rel.name + "\" is not a table or view",
+                        "\"" + rel.display + "\" is not a table or view",
                         "Only tables, partitioned tables, views, materialized views and foreign tables have rows to checksum.");
     }
 }
@@ -38,7 +38,7 @@ std::vector<const pg::Column*> kept_columns(const pg::Relation& rel,
                                        [&](const pg::Column& c) { return c.name == name; });
         if (!known) {
             throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + name + "\" of relation \"" + rel.schema + "." + rel.name +
+                            "column \"" + name + "\" of relation \"" + rel.display +
                                 "\" does not exist",
                             "It was named in exclude_columns.",
                             "Column names are matched exactly, case included.");

@@ -24,8 +24,6 @@ const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::st
     return nullptr;
 }
 
-std::string display(const pg::Relation& rel) { return rel.schema + "." + rel.name; }
-
 core::MergeColumn merge_column(const pg::Column& target_col)
 {
     return core::MergeColumn{pg::quote_ident(target_col.name), target_col.qualified_type,
@@ -39,7 +37,7 @@ std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOpti
         for (const auto& ix : indexes)
             if (ix.primary)
                 return ix.columns;
-        throw UserError("55000", "relation \"" + display(target) + "\" has no primary key",
+        throw UserError("55000", "relation \"" + target.display + "\" has no primary key",
                         "idem.merge matches rows on a key: the primary key by default.",
                         "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
     }
@@ -52,7 +50,7 @@ std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOpti
             throw UserError(sqlstate::kDuplicateColumn, "key column \"" + k + "\" is named more than once");
         if (find_column(target.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
-                            "key column \"" + k + "\" does not exist in \"" + display(target) + "\"",
+                            "key column \"" + k + "\" does not exist in \"" + target.display + "\"",
                             {}, "Column names are matched exactly, case included.");
     }
     return key;
@@ -73,7 +71,7 @@ void require_unique_index(const pg::Relation& target, const std::vector<std::str
     for (const auto& k : key)
         quoted.push_back(pg::quote_ident(k));
     throw UserError("55000",
-                    "no unique index on \"" + display(target) + "\" covers exactly the key (" +
+                    "no unique index on \"" + target.display + "\" covers exactly the key (" +
                         core::join(key) + ")",
                     "A merge needs a unique index or primary key on exactly the key columns (valid, "
                     "not deferrable, not partial, no expressions) to find each row and to insert safely "
@@ -110,7 +108,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     pg::SpiSession spi;
     const pg::Relation target = pg::describe_relation(target_oid);
     if (target.kind != 'r' && target.kind != 'p') {
-        throw UserError(sqlstate::kWrongObjectType, "\"" + display(target) + "\" is not a table",
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
                         "idem.merge writes into a table or a partitioned table.");
     }
 
@@ -121,7 +119,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     if (source.relation) {
         src_rel = pg::describe_relation(*source.relation);
         if (std::string("rpvmf").find(src_rel->kind) == std::string::npos)
-            throw UserError(sqlstate::kWrongObjectType, "\"" + display(*src_rel) + "\" is not a table or view",
+            throw UserError(sqlstate::kWrongObjectType, "\"" + src_rel->display + "\" is not a table or view",
                             "The source of idem.merge is a table, view, materialized view or foreign table.");
         src_cols = src_rel->columns;
         std::vector<std::string> quoted;
@@ -154,7 +152,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
             throw UserError(sqlstate::kUndefinedColumn, "version column \"" + v + "\" is missing from the source");
         if (find_column(target.columns, v) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
-                            "version column \"" + v + "\" does not exist in \"" + display(target) + "\"");
+                            "version column \"" + v + "\" does not exist in \"" + target.display + "\"");
         if (std::find(key.begin(), key.end(), v) != key.end())
             throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be a key column");
     }
@@ -189,14 +187,14 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
             if (options.columns)
                 continue;  // with columns given, extra source columns are ignored
             throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + sc.name + "\" of the source does not exist in \"" + display(target) + "\"",
+                            "column \"" + sc.name + "\" of the source does not exist in \"" + target.display + "\"",
                             "Every source column is written unless columns is given; a column the target lacks is schema drift.",
                             "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].");
         }
         if (tc->generated != '\0')
             continue;  // generated columns are computed by the target, never written
         if (tc->identity == 'a' && !override_identity) {
-            throw UserError("428C9", "column \"" + sc.name + "\" of \"" + display(target) + "\" is GENERATED ALWAYS AS IDENTITY",
+            throw UserError("428C9", "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
                             "idem.merge does not silently override identity values.",
                             "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
         }
@@ -223,7 +221,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
                 throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns");
             const pg::Column* tc = find_column(target.columns, c);
             if (tc == nullptr)
-                throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns does not exist in \"" + display(target) + "\"");
+                throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
             if (find_column(src_cols, c) == nullptr)
                 throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns is missing from the source");
             if (is_key(c))

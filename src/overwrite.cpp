@@ -16,8 +16,6 @@ using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-std::string display(const pg::Relation& r) { return r.schema + "." + r.name; }
-
 // The query's rows as the target would store them: its columns mapped by
 // position onto the target's (as INSERT INTO t SELECT does) and cast to
 // their types, named as the target's columns so a predicate over the
@@ -31,7 +29,7 @@ std::string converted_rows(const pg::Relation& target, const std::string& query)
     const auto cols = pg::describe_query(query);
     if (cols.size() != writable.size())
         throw UserError(sqlstate::kDatatypeMismatch,
-                        "the query returns " + std::to_string(cols.size()) + " columns and \"" + display(target) +
+                        "the query returns " + std::to_string(cols.size()) + " columns and \"" + target.display +
                             "\" has " + std::to_string(writable.size()),
                         "Columns map by position, as in INSERT INTO t SELECT ...; every (non-generated) column needs a value.");
     std::vector<std::string> exprs;
@@ -99,7 +97,7 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
         return std::move(*found);
     auto shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param});
     throw UserError("23514",
-                    "no partition of \"" + display(parent) + "\" holds " + key_column + " = " +
+                    "no partition of \"" + parent.display + "\" holds " + key_column + " = " +
                         shown.rows.at(0).at(0).value_or("NULL") +
                         (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
                     {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
@@ -114,7 +112,7 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
     if (outside == 0)
         throw error;
     throw UserError("23514",
-                    std::to_string(outside) + " rows of the query fall outside partition \"" + display(part.rel) + "\"",
+                    std::to_string(outside) + " rows of the query fall outside partition \"" + part.rel.display + "\"",
                     "Its bound is: " + part.bound,
                     "Every row must belong to the partition it overwrites; nothing was changed.");
 }
@@ -176,10 +174,10 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     pg::SpiSession spi;
     const pg::Relation target = pg::describe_relation(target_oid);
     if (target.kind != 'r' && target.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + display(target) + "\" is not a table");
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table");
     // Serialize overwrites of this table: a concurrent rerun waits, then sees
     // the first one's rows and finds nothing to change.
-    lock_table_unit(spi, target_oid, lock_timeout, "\"" + display(target) + "\"");
+    lock_table_unit(spi, target_oid, lock_timeout, "\"" + target.display + "\"");
 
     const std::string rows = converted_rows(target, query);
     const std::string unit = stored_rows(target, target.qualified) + " WHERE (" + predicate + "\n)";
@@ -189,7 +187,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     if (outside > 0)
         throw UserError("23514",
                         std::to_string(outside) + " rows of the query do not satisfy the predicate of \"" +
-                            display(target) + "\"",
+                            target.display + "\"",
                         "The predicate was: " + predicate,
                         "Every inserted row must belong to the unit of work it replaces; nothing was changed.");
     // The same rows (as stored) already there: write nothing at all.
@@ -217,7 +215,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     pg::SpiSession spi;
     const pg::Relation parent = pg::describe_relation(parent_oid);
     if (parent.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + display(parent) + "\" is not a partitioned table",
+        throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table",
                         {}, "For a table that is not partitioned, use idem.replace_where.");
     // The partition key: one plain column (multi-column keys go through
     // swap_partition).
@@ -231,7 +229,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     const auto& krow = key.rows.at(0);
     if (krow[0] != std::optional<std::string>("1") || !krow[1])
         throw UserError("0A000", "overwrite_partition needs a partition key of one column",
-                        "\"" + display(parent) + "\" is partitioned on several columns or an expression.",
+                        "\"" + parent.display + "\" is partitioned on several columns or an expression.",
                         "Build the partition yourself and use idem.swap_partition.");
     const std::string key_column = *krow[1];
     const auto key_type = static_cast<std::uint32_t>(std::stoul(krow[2].value_or("0")));
@@ -273,10 +271,10 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
         }
     };
     const Partition found = find();
-    lock_partition_unit(spi, found, lock_timeout, "partition \"" + display(found.rel) + "\"");
+    lock_partition_unit(spi, found, lock_timeout, "partition \"" + found.rel.display + "\"");
     const Partition part = find();
     if (part.partitioned)
-        throw UserError("0A000", "partition \"" + display(part.rel) + "\" is itself partitioned",
+        throw UserError("0A000", "partition \"" + part.rel.display + "\" is itself partitioned",
                         {}, "Overwrite its own partitions.");
 
     // The same rows already there: nothing is written at all (no staging

@@ -42,7 +42,7 @@ std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables,
         Watched w{pg::describe_relation(oid), {}};
         if (std::string("rpvmf").find(w.rel.kind) == std::string::npos)
             throw UserError(sqlstate::kWrongObjectType,
-                            "\"" + w.rel.schema + "." + w.rel.name + "\" is not a table or view");
+                            "\"" + w.rel.display + "\" is not a table or view");
         std::vector<std::string> cols;
         for (const auto& c : w.rel.columns) {
             bool skip = false;
@@ -150,7 +150,7 @@ void assert_rerun_safe(FunctionCallInfoBaseData* fcinfo, const std::string& job,
                     describe_difference(spi, watched[t], first_counts[t], row_counts(spi, watched[t]));
                 throw UserError(kNotRerunSafe,
                                 "job is not rerun-safe: run " + std::to_string(run) + " changed \"" +
-                                    watched[t].rel.schema + "." + watched[t].rel.name + "\"",
+                                    watched[t].rel.display + "\"",
                                 "Run 1 left " + first + ", run " + std::to_string(run) + " left " + d.text() + ".\n" +
                                     detail,
                                 "Make the job overwrite or merge its unit of work instead of appending; exclude "

@@ -24,8 +24,6 @@ namespace sqlstate = pg::sqlstate;
 // constraint does its job from then on).
 const char* const kBoundCheck = "idem_swap_bound";
 
-std::string display(const pg::Relation& r) { return r.schema + "." + r.name; }
-
 std::string cell(const QueryResult& r, std::size_t row = 0, std::size_t col = 0)
 {
     return r.rows.at(row).at(col).value_or("");
@@ -53,12 +51,12 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
     if (staging.oid == part.rel.oid)
         throw UserError(sqlstate::kInvalidParameterValue, "the staging table is the partition itself");
     if (staging.kind == 'p')
-        throw UserError("0A000", "staging table \"" + display(staging) + "\" is partitioned",
+        throw UserError("0A000", "staging table \"" + staging.display + "\" is partitioned",
                         {}, "Swap a plain table in; to replace a sub-partitioned partition, swap its own partitions.");
     if (staging.kind != 'r')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + display(staging) + "\" is not a table");
+        throw UserError(sqlstate::kWrongObjectType, "\"" + staging.display + "\" is not a table");
     if (part.partitioned)
-        throw UserError("0A000", "partition \"" + display(part.rel) + "\" is itself partitioned",
+        throw UserError("0A000", "partition \"" + part.rel.display + "\" is itself partitioned",
                         "swap_partition replaces a leaf partition.", "Swap its own partitions one by one.");
     auto r = spi.query(
         "SELECT c.relpersistence::pg_catalog.text, c.relispartition::pg_catalog.text,"
@@ -69,17 +67,17 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
         {Param::of_oid(staging.oid)});
     if (cell(r, 0, 1) == "true")
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "staging table \"" + display(staging) + "\" is already a partition of " + cell(r, 0, 2));
+                        "staging table \"" + staging.display + "\" is already a partition of " + cell(r, 0, 2));
     if (!cell(r, 0, 2).empty() || cell(r, 0, 3) == "true")
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "staging table \"" + display(staging) + "\" takes part in table inheritance",
+                        "staging table \"" + staging.display + "\" takes part in table inheritance",
                         {}, "A partition cannot inherit from, or be inherited by, other tables.");
     const char mine = cell(r).empty() ? 'p' : cell(r).at(0);
     if (mine != part.persistence) {
         auto name = [](char p) { return p == 'u' ? std::string("unlogged") : p == 't' ? "temporary" : "permanent"; };
         throw UserError(sqlstate::kWrongObjectType,
-                        "staging table \"" + display(staging) + "\" is " + name(mine) + " and partition \"" +
-                            display(part.rel) + "\" is " + name(part.persistence),
+                        "staging table \"" + staging.display + "\" is " + name(mine) + " and partition \"" +
+                            part.rel.display + "\" is " + name(part.persistence),
                         {}, mine == 'u' ? "ALTER TABLE ... SET LOGGED first, or build the staging table as the partition is." : "");
     }
 }
@@ -115,7 +113,7 @@ void check_not_referenced(pg::SpiSession& spi, const Partition& part)
         {Param::of_oid(part.rel.oid)});
     if (!r.rows.empty())
         throw UserError("0A000",
-                        "cannot swap partition \"" + display(part.rel) + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
+                        "cannot swap partition \"" + part.rel.display + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
                             cell(r, 0, 1) + " references the partitioned table",
                         "Detaching the partition would leave rows of " + cell(r, 0, 1) +
                             " referencing a table outside the partitioned table; PostgreSQL refuses it.",
@@ -183,7 +181,7 @@ void check_columns(pg::SpiSession& spi, const Partition& part, const pg::Relatio
             problems.push_back("column \"" + name + "\" is not in the partition");
     if (!problems.empty())
         throw UserError(sqlstate::kDatatypeMismatch,
-                        "staging table \"" + display(staging) + "\" does not match partition \"" + display(part.rel) + "\": " +
+                        "staging table \"" + staging.display + "\" does not match partition \"" + part.rel.display + "\": " +
                             problems.front(),
                         problems.size() > 1 ? "All differences: " + core::join(problems, "; ") + "." : std::string(),
                         "Build the staging table as CREATE TABLE ... (LIKE " + part.rel.qualified +
@@ -206,8 +204,8 @@ void check_default_partition(pg::SpiSession& spi, const Partition& part)
     auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + def.qualified + " WHERE (" + part.constraint + ")");
     if (cell(n) != "0")
         throw UserError("23514",
-                        cell(n) + " rows for the bound of partition \"" + display(part.rel) + "\" sit in the DEFAULT partition \"" +
-                            display(def) + "\"",
+                        cell(n) + " rows for the bound of partition \"" + part.rel.display + "\" sit in the DEFAULT partition \"" +
+                            def.display + "\"",
                         "The bound is: " + part.bound, "Move them out of the DEFAULT partition first; nothing was changed.");
 }
 
@@ -229,7 +227,7 @@ bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relat
         throw *failed;
     auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + staging.qualified + " WHERE (" +
                        part.constraint + ") IS FALSE");
-    throw UserError("23514", cell(n) + " rows of " + rows_are + " fall outside partition \"" + display(part.rel) + "\"",
+    throw UserError("23514", cell(n) + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
                     "Its bound is: " + part.bound,
                     "Every row must belong to the partition it replaces; nothing was changed.");
 }
@@ -337,7 +335,7 @@ void carry_triggers(pg::SpiSession& spi, const Partition& part, const pg::Relati
         const std::string name = pg::quote_ident(row[0].value_or(""));
         const std::string sql = core::retarget_definition(row[1].value_or(""), part.rel.qualified, staging.qualified);
         if (sql.empty())
-            throw UserError("0A000", "cannot carry trigger " + name + " of \"" + display(part.rel) + "\" over",
+            throw UserError("0A000", "cannot carry trigger " + name + " of \"" + part.rel.display + "\" over",
                             "Its definition is: " + row[1].value_or(""), "Create it on the staging table yourself.");
         spi.execute(sql);
         const std::string enabled = row[2].value_or("O");
@@ -511,7 +509,7 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
     const auto now = describe_partition(spi, part.rel.oid);
     if (!now || now->parent != part.parent || now->bound != part.bound)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "partition \"" + display(part.rel) + "\" changed while the staging table was built",
+                        "partition \"" + part.rel.display + "\" changed while the staging table was built",
                         {}, "Another transaction detached it or changed its bound; nothing was changed.");
     const auto old_indexes = indexes_by_parent_index(spi, part.rel.oid);
 
@@ -531,7 +529,7 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         if (failed) {
             if (pg::error_sqlstate(*failed) != "2BP01")
                 throw *failed;
-            throw UserError("2BP01", "cannot drop the replaced partition \"" + display(part.rel) + "\": other objects depend on it",
+            throw UserError("2BP01", "cannot drop the replaced partition \"" + part.rel.display + "\": other objects depend on it",
                             pg::error_detail(*failed),
                             "Use keep_old => true, or drop and recreate the dependent objects; nothing was changed.");
         }
@@ -585,7 +583,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
     }
     bool bound_check = false;
     with_lock_budget(spi, lock_timeout,
-                     "staging table \"" + display(staging) + "\" (or a table its foreign keys reference) is in use by another transaction",
+                     "staging table \"" + staging.display + "\" (or a table its foreign keys reference) is in use by another transaction",
                      [&] {
                          spi.execute("LOCK TABLE " + staging.qualified + " IN ACCESS EXCLUSIVE MODE");
                          check_columns(spi, part, staging);
@@ -612,12 +610,12 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     const pg::Relation given = pg::describe_relation(partition_oid);
     const auto part = describe_partition(spi, partition_oid);
     if (!part)
-        throw UserError(sqlstate::kWrongObjectType, "\"" + display(given) + "\" is not a partition",
+        throw UserError(sqlstate::kWrongObjectType, "\"" + given.display + "\" is not a partition",
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
-    lock_partition_unit(spi, *part, lock_timeout, "partition \"" + display(part->rel) + "\"");
+    lock_partition_unit(spi, *part, lock_timeout, "partition \"" + part->rel.display + "\"");
     const std::uint32_t result =
         swap_into(spi, *part, staging_oid, keep_old, lock_timeout,
-                  "staging table \"" + display(pg::describe_relation(staging_oid)) + "\"");
+                  "staging table \"" + pg::describe_relation(staging_oid).display + "\"");
     spi.finish();
     return result;
 }

@@ -54,6 +54,7 @@ Relation describe_relation(std::uint32_t oid)
     const char* qualified =
         pg_call([&] { return quote_qualified_identifier(rel.schema.c_str(), rel.name.c_str()); });
     rel.qualified = qualified;
+    rel.display = rel.schema + "." + rel.name;
 
     const int natts = pg_call([&] {
         HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(oid));

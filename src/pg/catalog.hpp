@@ -37,6 +37,7 @@ struct Relation {
     std::string schema;
     std::string name;
     std::string qualified;        // "schema"."name", quoted as needed
+    std::string display;          // schema.name, unquoted: for messages
     char kind = '\0';             // relkind
     std::vector<Column> columns;  // live columns in attnum order (dropped ones left out)
 };
