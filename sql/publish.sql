@@ -10,14 +10,25 @@ SELECT * FROM marts.revenue ORDER BY store;
 SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store ORDER BY store DESC') AS same_version;
 SELECT count(*) AS version_tables FROM pg_class WHERE relname LIKE 'revenue\_\_v%';
 -- An identical republish writes no heap and no WAL of its own: it runs the
--- query and one checksum, nothing else.
+-- query and one checksum, nothing else (besides its run history row).
 CREATE FUNCTION wal_of(sql text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE plan json;
 BEGIN
   EXECUTE 'EXPLAIN (ANALYZE, WAL, FORMAT JSON) ' || sql INTO plan;
   RETURN coalesce((plan->0->'Plan'->>'WAL Bytes')::bigint, 0);
 END $$;
+-- With idem.history = changes, not even its run is recorded: zero WAL.
+SET idem.history = changes;
 SELECT wal_of($$SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store')$$) AS republish_wal_bytes;
+RESET idem.history;
+-- By default the rerun leaves its one row in the run history, and that is
+-- all it writes.
+SELECT count(*) AS runs_before FROM idem.run_log \gset
+SELECT w BETWEEN 1 AND 1024 AS republish_wal_is_one_history_row
+  FROM (SELECT wal_of($$SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store')$$)
+        OFFSET 0) AS s(w);
+SELECT count(*) - :runs_before AS runs_recorded, (SELECT action FROM idem.run_log ORDER BY id DESC LIMIT 1)
+  FROM idem.run_log;
 
 -- Grants, comments and dependent views survive every flip.
 GRANT USAGE ON SCHEMA marts TO PUBLIC;

@@ -1,6 +1,6 @@
--- ALTER EXTENSION pg_idempotent UPDATE from each released version (0.1.0)
--- to the current one keeps every piece of state, and the result is the same
--- extension a fresh CREATE EXTENSION gives. In databases of its own, so the
+-- ALTER EXTENSION pg_idempotent UPDATE from each released version (0.1.0,
+-- 0.2.0) to the current one keeps every piece of state, and the result is
+-- the same extension a fresh CREATE EXTENSION gives. In databases of its own, so the
 -- other tests' objects stay out of it.
 CREATE DATABASE idem_upgrade_fresh;
 CREATE DATABASE idem_upgrade_old;
@@ -40,6 +40,14 @@ CREATE TABLE before_update AS
   UNION ALL SELECT 'dataset_versions', idem.checksum('idem.dataset_versions')
   UNION ALL SELECT 'usage_grants', idem.checksum('idem.usage_grants');
 
+-- One release at a time. At 0.2.0 the module is already the newest: it works
+-- on the older SQL objects, without a history table, and records nothing
+-- (a package upgrade comes before ALTER EXTENSION ... UPDATE).
+ALTER EXTENSION pg_idempotent UPDATE TO '0.2.0';
+SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
+SELECT to_regclass('idem.run_log') IS NULL AS no_history_table_yet;
+SELECT * FROM idem.merge_query('sales', 'SELECT 1 AS id, 10::numeric AS amount, 1 AS v, false AS deleted', '{id}',
+                               version_column => 'v', delete_column => 'deleted') AS unchanged_at_0_2_0;
 ALTER EXTENSION pg_idempotent UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
 -- Every state table reads back exactly as before (and is not empty).
@@ -57,6 +65,8 @@ CREATE TABLE p_0707 PARTITION OF p FOR VALUES FROM ('2024-07-07') TO ('2024-07-0
 CREATE TABLE p_stage (LIKE p);
 INSERT INTO p_stage VALUES ('2024-07-07', 1);
 SELECT idem.swap_partition('p_0707', 'p_stage');
+-- The run history starts with the update: the runs after it, none before.
+SELECT function_name, target, action, counts FROM idem.run_history ORDER BY id;
 -- The same objects as a fresh install, no more and no less.
 WITH now_objects AS (
   SELECT pg_describe_object(classid, objid, objsubid) AS object FROM pg_depend

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "history.hpp"
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
 #include "pg/spi.hpp"
@@ -209,16 +210,32 @@ void rewind(const std::string& job, const TypedValue& value)
 
 bool run_once(const std::string& job, const TypedValue& value, const std::string& query)
 {
+    const RunClock clock;
     pg::SpiSession spi;
     const JobRow row = open_for_write(spi, job, value);
+    RunRecord run;
+    run.function = "run_once";
+    run.target = job;
+    run.unit = pg::canonical_text(value);
     if (row.watermark && pg::compare_values(value, pg::parse_canonical(*row.watermark, value.type)) <= 0) {
+        // Already done up to here.
+        run.action = "skipped";
+        run.rows_written = 0;
+        record_run(spi, clock, run);
         spi.finish();
-        return false;  // already done up to here
+        return false;
     }
     // The caller's SQL, as the caller, in the caller's transaction; then the
     // watermark. Both commit together or neither does.
-    spi.execute(query);
+    const auto processed = static_cast<std::int64_t>(spi.execute(query));
     store(spi, job, value);
+    // The rows the caller's statement processed (SPI's count, as psql's
+    // command tag shows it).
+    run.action = "ran";
+    run.counts = {{"rows", processed}};
+    run.rows_written = processed;
+    run.changed = true;
+    record_run(spi, clock, run);
     spi.finish();
     return true;
 }

@@ -5,6 +5,7 @@
 
 #include "core/merge_sql.hpp"
 #include "core/sql_text.hpp"
+#include "history.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/spi.hpp"
@@ -100,11 +101,35 @@ bool source_has_unique_not_null_key(const MergeSource& source, const pg::Relatio
     return false;
 }
 
+// The run history's row for a merge (not for a dry run, which writes nothing).
+void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target,
+                  const std::optional<pg::Relation>& source, const pg::QueryResult& counts)
+{
+    static const char* const names[] = {"inserted", "updated", "deleted", "unchanged", "stale"};
+    RunRecord run;
+    run.function = source ? "merge" : "merge_query";
+    run.target = target.display;
+    if (source)
+        run.unit = source->display;
+    std::int64_t written = 0;
+    for (std::size_t i = 0; i < 5; ++i) {
+        const std::int64_t n = std::stoll(counts.rows.at(0).at(i).value_or("0"));
+        run.counts.emplace_back(names[i], n);
+        if (i < 3)
+            written += n;
+    }
+    run.rows_written = written;
+    run.changed = written > 0;
+    run.action = run.changed ? "merged" : "unchanged";
+    record_run(spi, clock, run);
+}
+
 }  // namespace
 
 void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const MergeSource& source,
            const MergeOptions& options)
 {
+    const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation target = pg::describe_relation(target_oid);
     if (target.kind != 'r' && target.kind != 'p') {
@@ -271,7 +296,11 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     if (options.delete_missing && !options.dry_run)
         spi.execute("LOCK TABLE " + target.qualified + " IN SHARE ROW EXCLUSIVE MODE");
 
-    spi.return_rows(fcinfo, core::build_merge_sql(spec), {pg::Param::of_oid(target_oid)}, true);
+    // One row of counts: inserted, updated, deleted, unchanged, stale.
+    const pg::QueryResult counts = spi.query(core::build_merge_sql(spec), {pg::Param::of_oid(target_oid)}, true);
+    if (!options.dry_run)
+        record_merge(spi, clock, target, src_rel, counts);
+    pg::return_text_rows(fcinfo, counts.rows);
     spi.finish();
 }
 

@@ -1,5 +1,6 @@
 #include "overwrite.hpp"
 
+#include "history.hpp"
 #include "partitions.hpp"
 #include "swap_partition.hpp"
 #include "core/sql_text.hpp"
@@ -171,6 +172,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     if (predicate.find_first_not_of(" \t\r\n") == std::string::npos)
         throw UserError(sqlstate::kInvalidParameterValue, "predicate must not be empty",
                         {}, "Pass the condition that selects the unit of work, e.g. day = '2024-07-07'.");
+    const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation target = pg::describe_relation(target_oid);
     if (target.kind != 'r' && target.kind != 'p')
@@ -191,18 +193,34 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
                         "The predicate was: " + predicate,
                         "Every inserted row must belong to the unit of work it replaces; nothing was changed.");
     // The same rows (as stored) already there: write nothing at all.
+    RunRecord run;
+    run.function = "replace_where";
+    run.target = target.display;
+    run.unit = predicate;
     if (spi.digest_rows(unit).text() == spi.digest_rows(rows).text()) {
-        spi.return_rows(fcinfo, "SELECT 0::pg_catalog.int8, 0::pg_catalog.int8");
+        run.action = "skipped";
+        run.counts = {{"deleted", 0}, {"inserted", 0}};
+        run.rows_written = 0;
+        record_run(spi, clock, run);
+        pg::return_text_rows(fcinfo, {{std::string("0"), std::string("0")}});
         spi.finish();
         return;
     }
     // One statement, so foreign keys that reference the replaced rows (NO
     // ACTION) are checked once the rows with the same keys are back.
-    spi.return_rows(fcinfo,
-                    "WITH idem_deleted AS (DELETE FROM " + target.qualified + " WHERE (" + predicate +
-                        "\n) RETURNING 1), idem_inserted AS (INSERT INTO " + target.qualified + " (" + insert_columns(target) +
-                        ") " + rows + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted),"
-                        " (SELECT pg_catalog.count(*) FROM idem_inserted)");
+    const pg::QueryResult done =
+        spi.query("WITH idem_deleted AS (DELETE FROM " + target.qualified + " WHERE (" + predicate +
+                  "\n) RETURNING 1), idem_inserted AS (INSERT INTO " + target.qualified + " (" + insert_columns(target) +
+                  ") " + rows + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted),"
+                  " (SELECT pg_catalog.count(*) FROM idem_inserted)");
+    const std::int64_t deleted = std::stoll(done.rows.at(0).at(0).value_or("0"));
+    const std::int64_t inserted = std::stoll(done.rows.at(0).at(1).value_or("0"));
+    run.action = "replaced";
+    run.counts = {{"deleted", deleted}, {"inserted", inserted}};
+    run.rows_written = deleted + inserted;
+    run.changed = true;
+    record_run(spi, clock, run);
+    pg::return_text_rows(fcinfo, done.rows);
     spi.finish();
 }
 
@@ -212,6 +230,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
 {
     if (mode != "rewrite" && mode != "swap")
         throw UserError(sqlstate::kInvalidParameterValue, "mode must be 'rewrite' or 'swap', not '" + mode + "'");
+    const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation parent = pg::describe_relation(parent_oid);
     if (parent.kind != 'p')
@@ -281,16 +300,30 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     // table, no lock on the parent).
     const std::string rows = converted_rows(parent, query);
     const core::MultisetDigest now = spi.digest_rows(stored_rows(parent, part.rel.qualified));
+    RunRecord run;
+    run.function = "overwrite_partition";
+    run.target = parent.display;
+    run.unit = part.rel.display;
     if (now.text() == spi.digest_rows(rows).text()) {
-        spi.return_rows(fcinfo, "SELECT 'skipped'::pg_catalog.text, $1::pg_catalog.int8",
-                        {Param::of_int8(static_cast<std::int64_t>(now.count()))});
+        const auto unchanged = static_cast<std::int64_t>(now.count());
+        run.action = "skipped";
+        run.counts = {{"unchanged", unchanged}};
+        run.rows_written = 0;
+        record_run(spi, clock, run);
+        pg::return_text_rows(fcinfo, {{std::string("skipped"), std::to_string(unchanged)}});
         spi.finish();
         return;
     }
-    const std::uint64_t written = mode == "swap" ? load_and_swap(spi, parent, part, rows, keep_old, lock_timeout)
-                                                 : rewrite_in_place(spi, parent, part, rows);
-    spi.return_rows(fcinfo, "SELECT $1::pg_catalog.text, $2::pg_catalog.int8",
-                    {Param::of_text(mode == "swap" ? "swapped" : "rewritten"), Param::of_int8(static_cast<std::int64_t>(written))});
+    const auto written = static_cast<std::int64_t>(
+        mode == "swap" ? load_and_swap(spi, parent, part, rows, keep_old, lock_timeout)
+                       : rewrite_in_place(spi, parent, part, rows));
+    run.action = mode == "swap" ? "swapped" : "rewritten";
+    // The old rows went with them (deleted in place, or with the old table).
+    run.counts = {{"replaced", static_cast<std::int64_t>(now.count())}, {"inserted", written}};
+    run.rows_written = static_cast<std::int64_t>(now.count()) + written;
+    run.changed = true;
+    record_run(spi, clock, run);
+    pg::return_text_rows(fcinfo, {{run.action, std::to_string(written)}});
     spi.finish();
 }
 

@@ -4,6 +4,7 @@
 #include "boundary_probe.hpp"
 #include "checkpoint.hpp"
 #include "checksum.hpp"
+#include "history.hpp"
 #include "keys.hpp"
 #include "merge.hpp"
 #include "overwrite.hpp"
@@ -12,6 +13,7 @@
 #include "swap_partition.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
+#include "pg/settings.hpp"
 
 namespace pg = pg_idempotent::pg;
 
@@ -38,6 +40,13 @@ static Datum nullable_entry(FunctionCallInfo fcinfo, F&& body)
 extern "C" {
 
 PG_MODULE_MAGIC;
+
+void _PG_init(void);
+void _PG_init(void)
+{
+    // Plain PostgreSQL calls only (no C++ object is alive here).
+    pg::define_settings();
+}
 
 PG_FUNCTION_INFO_V1(idem_checksum);
 PG_FUNCTION_INFO_V1(idem_checksum_query);
@@ -75,6 +84,7 @@ PG_FUNCTION_INFO_V1(idem_replace_where);
 PG_FUNCTION_INFO_V1(idem_overwrite_partition);
 PG_FUNCTION_INFO_V1(idem_overwrite_partition_text);
 PG_FUNCTION_INFO_V1(idem_swap_partition);
+PG_FUNCTION_INFO_V1(idem_purge_history);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -476,6 +486,14 @@ Datum idem_swap_partition(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 2, "keep_old");
         return ObjectIdGetDatum(pg_idempotent::swap_partition(*pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
                                                               *pg::arg_bool(fcinfo, 2), pg::arg_interval_text(fcinfo, 3)));
+    });
+}
+
+Datum idem_purge_history(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "older_than");
+        return Int64GetDatum(pg_idempotent::purge_history(*pg::arg_interval_text(fcinfo, 0)));
     });
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/sql_text.hpp"
+#include "history.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
@@ -93,6 +94,7 @@ struct Version {
     std::uint32_t relation;
     std::string checksum;
     bool pinned;
+    std::int64_t row_count;
 };
 
 std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
@@ -100,14 +102,14 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
     std::vector<Version> out;
     pg::as_extension_owner([&] {
         auto r = spi.query_saved("SELECT version::pg_catalog.text, relation::pg_catalog.oid::pg_catalog.text, checksum,"
-                                 " pinned::pg_catalog.text FROM idem.dataset_versions"
+                                 " pinned::pg_catalog.text, row_count::pg_catalog.text FROM idem.dataset_versions"
                                  " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
                                  " ORDER BY version",
                                  {Param::of_text(d.schema), Param::of_text(d.name)});
         for (const auto& row : r.rows)
             out.push_back(Version{std::stoi(row[0].value_or("0")),
                                   static_cast<std::uint32_t>(std::stoul(row[1].value_or("0"))), row[2].value_or(""),
-                                  row[3] == std::optional<std::string>("true")});
+                                  row[3] == std::optional<std::string>("true"), std::stoll(row[4].value_or("0"))});
     });
     return out;
 }
@@ -191,6 +193,23 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
     }
 }
 
+// The run history's row for publish and rollback: the unit is the version
+// the view shows afterwards; rows are that version's. Only publishing a new
+// version writes rows (the version table); a rollback flips the view.
+void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* function, const Dataset& d,
+                    int version, const char* action, std::int64_t rows, bool changed)
+{
+    RunRecord run;
+    run.function = function;
+    run.target = d.display;
+    run.unit = d.schema + "." + version_table_name(d.name, version);
+    run.action = action;
+    run.counts = {{"version", version}, {"rows", rows}};
+    run.rows_written = std::string(action) == "published" ? rows : 0;
+    run.changed = changed;
+    record_run(spi, clock, run);
+}
+
 }  // namespace
 
 std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
@@ -199,6 +218,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     if (keep < 1)
         throw UserError(sqlstate::kInvalidParameterValue, "keep must be at least 1",
                         "The current version is always kept.");
+    const RunClock clock;
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, d.display, kDatasetWhat);
@@ -243,10 +263,14 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
             return std::nullopt;  // renamed or retyped columns: not the same content
         return same;
     };
-    if (auto same = same_as_current()) {
+    // The same content: a rerun publishes nothing (and records that).
+    auto unchanged = [&](int same) {
+        record_publish(spi, clock, "publish", d, same, "unchanged", static_cast<std::int64_t>(digest.count()), false);
         spi.finish();
-        return *same;  // the same content: a rerun publishes nothing
-    }
+        return same;
+    };
+    if (auto same = same_as_current())
+        return unchanged(*same);
     // lock_timeout bounds every wait publish causes: the dataset's row (a
     // concurrent publish of it) and the view.
     State state;
@@ -255,10 +279,8 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     else
         state = lock_state(spi, d);
     // A concurrent publish of the same content may have won the lock first.
-    if (auto same = same_as_current()) {
-        spi.finish();
-        return *same;
-    }
+    if (auto same = same_as_current())
+        return unchanged(*same);
 
     // A new immutable version table, built as the caller.
     const int version = state.next;
@@ -306,6 +328,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     });
     set_current(spi, d, version, version + 1);
     retain(spi, d, keep, version);
+    record_publish(spi, clock, "publish", d, version, "published", static_cast<std::int64_t>(rows), true);
     spi.finish();
     return version;
 }
@@ -313,6 +336,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
 std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
                       const std::optional<std::string>& lock_timeout)
 {
+    const RunClock clock;
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, d.display, kDatasetWhat);
@@ -333,10 +357,13 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
                                 : "dataset \"" + d.display + "\" has no earlier version to roll back to",
                         {}, "idem.versions lists the versions that are kept.");
     }
-    if (!state.current || target->number != *state.current) {
+    const bool flipped = !state.current || target->number != *state.current;
+    if (flipped) {
         flip(spi, d, target->relation, lock_timeout);
         set_current(spi, d, target->number, std::nullopt);
     }
+    record_publish(spi, clock, "rollback", d, target->number, flipped ? "rolled back" : "unchanged", target->row_count,
+                   flipped);
     spi.finish();
     return target->number;
 }

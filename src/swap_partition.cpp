@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/sql_text.hpp"
+#include "history.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
@@ -606,6 +607,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
 std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_oid, bool keep_old,
                              const std::optional<std::string>& lock_timeout)
 {
+    const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation given = pg::describe_relation(partition_oid);
     const auto part = describe_partition(spi, partition_oid);
@@ -616,6 +618,16 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     const std::uint32_t result =
         swap_into(spi, *part, staging_oid, keep_old, lock_timeout,
                   "staging table \"" + pg::describe_relation(staging_oid).display + "\"");
+    // The rows came with the staging table, which the caller wrote: not
+    // counted here (rows_written NULL).
+    RunRecord run;
+    run.function = "swap_partition";
+    run.target = pg::describe_relation(part->parent).display;
+    run.unit = part->rel.display;
+    run.action = "swapped";
+    run.counts = {{"old_kept", keep_old ? 1 : 0}};
+    run.changed = true;
+    record_run(spi, clock, run);
     spi.finish();
     return result;
 }

@@ -7,12 +7,14 @@ extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/index.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_operator.h"
 #include "commands/defrem.h"
 #include "parser/parse_coerce.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 }
 
@@ -36,6 +38,14 @@ std::string relation_display_name(std::uint32_t oid)
         return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(oid)));
     });
     return std::string(text);
+}
+
+bool relation_exists(const std::string& schema, const std::string& name)
+{
+    return pg_call([&] {
+        const Oid ns = get_namespace_oid(schema.c_str(), true);
+        return OidIsValid(ns) && OidIsValid(get_relname_relid(name.c_str(), ns));
+    });
 }
 
 Relation describe_relation(std::uint32_t oid)

@@ -69,4 +69,8 @@ std::string quote_ident(const std::string& name);
 // The display form of a relation for messages (as regclass prints it).
 std::string relation_display_name(std::uint32_t oid);
 
+// Whether schema.name is a relation (a syscache look-up, no SPI): for state
+// that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
+bool relation_exists(const std::string& schema, const std::string& name);
+
 }  // namespace pg_idempotent::pg

@@ -193,13 +193,32 @@ void SpiSession::finish()
     check_spi(rc, "SPI_finish");
 }
 
-QueryResult SpiSession::query(const std::string& sql, const Params& params)
+namespace {
+// The message, SQLSTATE, DETAIL and HINT name the problem; a generated
+// statement (the extension's own, possibly long) would only bury them.
+void forget_statement(PgError& e)
+{
+    ErrorData* data = e.data();
+    data->context = nullptr;
+    data->internalquery = nullptr;
+    data->internalpos = 0;
+}
+}  // namespace
+
+QueryResult SpiSession::query(const std::string& sql, const Params& params, bool hide_statement)
 {
     SpiArgs args = convert_params(params);
-    const int rc = pg_call([&] {
-        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
-                                     args.nulls, false, 0);
-    });
+    int rc = 0;
+    try {
+        rc = pg_call([&] {
+            return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
+                                         args.nulls, false, 0);
+        });
+    } catch (PgError& e) {
+        if (hide_statement)
+            forget_statement(e);
+        throw;
+    }
     check_spi(rc, "SPI_execute_with_args");
     return copy_result();
 }
@@ -304,14 +323,8 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
                                          args.nulls, false, 0);
         });
     } catch (PgError& e) {
-        if (hide_statement) {
-            // The message, SQLSTATE, DETAIL and HINT name the problem; the
-            // generated statement would only bury them.
-            ErrorData* data = e.data();
-            data->context = nullptr;
-            data->internalquery = nullptr;
-            data->internalpos = 0;
-        }
+        if (hide_statement)
+            forget_statement(e);
         throw;
     }
     check_spi(rc, "SPI_execute_with_args");

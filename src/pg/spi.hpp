@@ -62,7 +62,8 @@ public:
 
     // Runs SQL the extension wrote itself (or any statement list) and returns
     // rows as text. For small results: catalog look-ups, counts.
-    QueryResult query(const std::string& sql, const Params& params = {});
+    // hide_statement: as for return_rows.
+    QueryResult query(const std::string& sql, const Params& params = {}, bool hide_statement = false);
     // The same, with the plan kept for the life of the backend (hot paths:
     // the SQL text and the parameter types are the cache key, so the text
     // must be one of the extension's own fixed statements, never text built

@@ -1,0 +1,51 @@
+#include "pg/settings.hpp"
+
+#include "pg/postgres.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "utils/guc.h"
+}
+
+namespace pg_idempotent::pg {
+
+namespace {
+
+int history_setting = static_cast<int>(HistoryMode::kAll);
+bool override_identity_setting = false;
+
+// The hidden spellings keep boolean habits working (SET idem.history = on).
+const struct config_enum_entry history_options[] = {
+    {"all", static_cast<int>(HistoryMode::kAll), false},
+    {"changes", static_cast<int>(HistoryMode::kChanges), false},
+    {"off", static_cast<int>(HistoryMode::kOff), false},
+    {"on", static_cast<int>(HistoryMode::kAll), true},
+    {"true", static_cast<int>(HistoryMode::kAll), true},
+    {"false", static_cast<int>(HistoryMode::kOff), true},
+    {nullptr, 0, false},
+};
+
+}  // namespace
+
+void define_settings()
+{
+    // Runs from _PG_init, outside any C++ frame that owns an object: a
+    // PostgreSQL error here is reported like any error at load time.
+    DefineCustomEnumVariable("idem.history",
+                             "Which runs of idem's bulk writing functions are recorded in idem.run_history.",
+                             "all: every run, the ones that changed nothing included; changes: only runs that "
+                             "wrote rows, so a no-op rerun writes nothing at all; off: none.",
+                             &history_setting, static_cast<int>(HistoryMode::kAll), history_options, PGC_USERSET, 0,
+                             nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable("idem.override_identity",
+                             "Lets idem.merge write GENERATED ALWAYS identity columns (OVERRIDING SYSTEM VALUE).",
+                             nullptr, &override_identity_setting, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    MarkGUCPrefixReserved("idem");
+}
+
+HistoryMode history_mode() { return static_cast<HistoryMode>(history_setting); }
+
+bool transaction_is_read_only() { return XactReadOnly || RecoveryInProgress(); }
+
+}  // namespace pg_idempotent::pg

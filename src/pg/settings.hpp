@@ -1,0 +1,30 @@
+// idem's own settings (GUCs) and the transaction facts that decide whether
+// idem may write its bookkeeping.
+//
+// The settings are defined when the module is loaded (_PG_init), so a typo in
+// `SET idem.histroy = off` is an error instead of a silent placeholder, and
+// `SET idem.history = 'sometimes'` names the values it accepts.
+#pragma once
+
+namespace pg_idempotent::pg {
+
+// idem.history: which runs of the bulk writing functions leave a row in
+// idem.run_history.
+enum class HistoryMode {
+    kAll,      // every run, the ones that found nothing to do included (default)
+    kChanges,  // only runs that wrote rows: a no-op rerun stays write-free
+    kOff,
+};
+
+// Defines idem.history and idem.override_identity and reserves the prefix
+// "idem." (called once, from _PG_init; reports problems as PostgreSQL does).
+void define_settings();
+
+HistoryMode history_mode();
+
+// A read-only transaction (SET TRANSACTION READ ONLY, default_transaction_
+// read_only, every transaction on a hot standby): idem writes no bookkeeping
+// there, so what may run there still runs.
+bool transaction_is_read_only();
+
+}  // namespace pg_idempotent::pg
