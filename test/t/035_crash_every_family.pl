@@ -55,8 +55,9 @@ END $$;
 -- version tables), then every table idem registers with
 -- pg_extension_config_dump (its state). Exact: every column, as stored.
 -- Normalized (to compare two databases): without the columns that differ
--- between two correct runs: clock stamps (timestamptz), transaction ids
--- (xid8) and numbers drawn from a sequence (not transactional: after a crash
+-- between two correct runs: clock stamps (timestamptz), durations
+-- (interval), transaction ids (xid8), the run history's backend pid, and
+-- numbers drawn from a sequence (not transactional: after a crash
 -- nextval jumps ahead by design); reg* columns as names, since OIDs differ
 -- between databases.
 CREATE FUNCTION crash_state(normalized boolean) RETURNS text LANGUAGE plpgsql AS $$
@@ -83,7 +84,8 @@ BEGIN
         INTO cols
         FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
        WHERE a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
-         AND a.atttypid NOT IN ('timestamptz'::regtype, 'xid8'::regtype)
+         AND a.atttypid NOT IN ('timestamptz'::regtype, 'interval'::regtype, 'xid8'::regtype)
+         AND NOT (r.name = 'idem.run_log' AND a.attname = 'backend_pid')
          AND coalesce(pg_get_expr(d.adbin, d.adrelid), '') NOT LIKE 'nextval(%';
       lines := lines || (r.name || ' ' || idem.checksum_query(format('SELECT %s FROM %s', cols, r.oid::regclass)));
     ELSE
@@ -165,7 +167,7 @@ SELECT string_agg(c.oid::regclass::text, ',' ORDER BY c.oid::regclass::text)
  WHERE e.extname = 'pg_idempotent' AND c.relkind = 'r'});
 note "idem state tables checksummed: $state_tables";
 for my $t (qw(idem.keys idem.checkpoints idem.checkpoint_log idem.windows idem.tombstones
-	idem.datasets idem.dataset_versions idem.usage_grants))
+	idem.datasets idem.dataset_versions idem.usage_grants idem.run_log))
 {
 	ok((grep { $_ eq $t } split /,/, $state_tables), "$t is part of the checked state");
 }
@@ -314,7 +316,7 @@ sub family
 
 my $t0 = time;
 
-family('merge', <<'SQL', 'accounts idem.tombstones stores', 'kill -9',
+family('merge', <<'SQL', 'accounts idem.run_log idem.tombstones stores', 'kill -9',
 SELECT * FROM idem.merge('accounts', 'accounts_batch', version_column => 'v', delete_column => 'deleted');
 SELECT * FROM idem.merge('stores', 'stores_snapshot', delete_missing => true);
 SQL
@@ -322,12 +324,12 @@ SQL
 	  pause => 'accounts', statement => '%idem.merge(%accounts_batch%', writes => 'accounts' },
 	{ point => 'running', where => 'delete_missing merge, in a trigger', how => 'immediate',
 	  pause => 'stores', statement => '%idem.merge(%stores_snapshot%',
-	  writes => 'accounts idem.tombstones stores' },
+	  writes => 'accounts idem.run_log idem.tombstones stores' },
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
 my $overwrite_query = q{SELECT day, store, sum(amount) FROM raw_orders WHERE day = ''2024-07-07'' GROUP BY 1, 2};
-family('overwrite', <<"SQL", 'daily sales sales_20240707', 'immediate',
+family('overwrite', <<"SQL", 'daily idem.run_log sales sales_20240707', 'immediate',
 SELECT * FROM idem.replace_where('daily', 'day = ''2024-07-07''', '$overwrite_query');
 SELECT * FROM idem.overwrite_partition('sales', '2024-07-07'::date, '$overwrite_query');
 SQL
@@ -335,7 +337,7 @@ SQL
 	  pause => 'daily', statement => '%idem.replace_where(%', writes => 'daily' },
 	{ point => 'running', where => 'overwrite_partition, in a trigger', how => 'immediate',
 	  pause => 'sales', statement => '%idem.overwrite_partition(%',
-	  writes => 'daily sales_20240707' },
+	  writes => 'daily idem.run_log sales_20240707' },
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
@@ -344,7 +346,7 @@ SQL
 # old partition when the crash comes; no staging or __replaced_ table
 # survives (crash_state lists every table of schema public).
 my $swap_query = q{SELECT day, store, sum(amount) + 1 FROM raw_orders WHERE day = ''2024-07-07'' GROUP BY 1, 2};
-family('overwrite swap', <<"SQL", 'sales sales_20240707', 'kill -9',
+family('overwrite swap', <<"SQL", 'idem.run_log sales sales_20240707', 'kill -9',
 SELECT * FROM idem.overwrite_partition('sales', '2024-07-07'::date, '$swap_query', mode => 'swap');
 SQL
 	# (It has created and loaded the staging table by then; other sessions
@@ -373,7 +375,7 @@ SQL
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
-family('checkpoints', <<'SQL', 'events idem.checkpoint_log idem.checkpoints idem.windows loaded', 'immediate',
+family('checkpoints', <<'SQL', 'events idem.checkpoint_log idem.checkpoints idem.run_log idem.windows loaded', 'immediate',
 INSERT INTO events SELECT g, 'e' || g FROM generate_series(101, 200) g;
 SELECT idem.advance('events_job', 200, expected => '100');
 SELECT idem.run_once('loader', 20, 'INSERT INTO loaded SELECT generate_series(11, 20)');
@@ -388,7 +390,7 @@ SQL
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
-family('publish', <<'SQL', 'idem.dataset_versions idem.datasets revenue revenue__v3', 'kill -9',
+family('publish', <<'SQL', 'idem.dataset_versions idem.datasets idem.run_log revenue revenue__v3', 'kill -9',
 SELECT idem.publish('public.revenue', 'SELECT store, sum(amount) AS revenue FROM orders GROUP BY store');
 SELECT idem.pin('public.revenue', 1);
 SQL
@@ -398,7 +400,7 @@ SQL
 	  writes => 'idem.datasets pg_description' },
 	{ point => 'returned', how => 'immediate' });
 
-family('rollback', <<'SQL', 'idem.dataset_versions idem.datasets revenue', 'immediate',
+family('rollback', <<'SQL', 'idem.dataset_versions idem.datasets idem.run_log revenue', 'immediate',
 SELECT idem.pin('public.revenue', 3);
 SELECT idem.rollback('public.revenue');
 SQL

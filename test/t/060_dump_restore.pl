@@ -1,6 +1,6 @@
 # pg_dump / pg_restore of a database that uses every feature keeps idem's
 # state (pg_extension_config_dump): dataset versions and the current pointer,
-# keys, watermarks, windows, tombstones and grants; jobs rerun after the
+# keys, watermarks, windows, tombstones, grants and the run history; jobs rerun after the
 # restore are no-ops.
 use strict;
 use warnings;
@@ -42,9 +42,12 @@ SELECT (SELECT string_agg(version || ':' || is_current || ':' || row_count || ':
     || ' | ' || (SELECT string_agg(lo || '-' || hi, ',') FROM idem.windows('daily_job'))
     || ' | ' || (SELECT count(*) FROM idem.tombstones WHERE target = 'daily'::regclass)
     || ' | ' || (SELECT count(*) FROM idem.usage_grants WHERE role::text = 'dump_etl')
-    || ' | ' || (SELECT count(*) FROM loaded);
+    || ' | ' || (SELECT count(*) FROM loaded)
+    || ' | ' || (SELECT string_agg(format('%s %s %s %s %s', id, function_name, target, action, counts), ',' ORDER BY id)
+                   FROM idem.run_history);
 };
 my $before = $node->safe_psql('source_db', $state_sql);
+my $last_run_before = $node->safe_psql('source_db', 'SELECT max(id) FROM idem.run_log');
 like($before, qr/^1:true:2:v1:.*,2:false:3:v1:/, 'before: two versions, version 1 current after the rollback');
 
 my $dump = $node->basedir . '/source.dump';
@@ -64,4 +67,14 @@ SELECT idem.run_once('loader', 100, 'INSERT INTO loaded SELECT generate_series(1
     || ' ' || (SELECT count(*) FROM loaded);
 });
 is($rerun, 'false 1 1 100', 'after restore: run_once skips, publish finds version 1, the tombstone still holds');
+
+# The run history came along (in $state_sql above) and goes on: the reruns
+# are recorded after it, with numbers after the restored ones.
+like($before, qr/publish public\.revenue published .*rollback public\.revenue rolled back .*run_once loader ran .*merge_query public\.daily \w+/,
+	'the history of every run before the dump');
+is($node->safe_psql('restored_db', qq{
+SELECT string_agg(function_name || ' ' || action, ',' ORDER BY id)
+  FROM idem.run_history WHERE id > $last_run_before}),
+	'run_once skipped,publish unchanged,merge_query unchanged',
+	'after restore, the reruns are recorded after the restored runs');
 done_testing();
