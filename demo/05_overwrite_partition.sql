@@ -36,4 +36,8 @@ SELECT :revenue_0707 AS revenue_at_0247, sum(revenue) AS revenue_now,
   FROM sales_by_day WHERE day = '2024-07-07';
 \echo '-- and the 06:01 retry of the rerun: nothing written'
 SELECT * FROM load_day('2024-07-07', 'swap');
+\echo '-- 09:00 the morning after: what did each run do? (idem.run_history, written'
+\echo '--       by each run in its own transaction)'
+SELECT row_number() OVER (ORDER BY id) AS run, unit AS partition, action, counts, rows_written
+  FROM idem.run_history WHERE target = 'public.sales_by_day' ORDER BY id;
 \echo

@@ -10,5 +10,5 @@
 \echo 'neither, and a duplicate retry did nothing.'
 \echo 'idem.overwrite_partition let the 7 July job own its partition: the retry at'
 \echo '2:49 wrote nothing, the rerun after late orders rewrote (or swapped) it, and'
-\echo 'revenue matched the orders every time.'
+\echo 'revenue matched the orders every time; idem.run_history says what each run did.'
 \echo
