@@ -18,6 +18,9 @@ INSERT INTO raw_orders SELECT g, '2024-07-07', g FROM generate_series(1, 100) g;
 CREATE TABLE daily (day date PRIMARY KEY, orders int, revenue numeric);
 CREATE TABLE fulfilments (event_id text);
 CREATE TABLE loaded (id int);
+CREATE TABLE days (day date NOT NULL, n int) PARTITION BY RANGE (day);
+CREATE TABLE days_0707 PARTITION OF days FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+INSERT INTO days VALUES ('2024-07-07', 1);
 });
 $primary->backup('base');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -41,6 +44,15 @@ my $after_one_run = $primary->safe_psql('postgres', $checksums);
 $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', $checksums), $after_one_run, 'the standby has the data, the keys and the watermark');
 
+# The run history came across, and a rerun that writes nothing runs on the
+# hot standby: it records nothing there (a read-only transaction).
+my $history = q{SELECT string_agg(function_name || ' ' || action, ',' ORDER BY id) FROM idem.run_history};
+is($standby->safe_psql('postgres', $history), 'merge_query merged,run_once ran', 'the standby shows the primary\'s run history');
+is($standby->safe_psql('postgres',
+	q{SELECT action FROM idem.overwrite_partition('days', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 1')}),
+	'skipped', 'a skipped overwrite_partition runs on the hot standby');
+is($standby->safe_psql('postgres', $history), 'merge_query merged,run_once ran', 'and records nothing there');
+
 # Failover: the primary goes away, the standby is promoted.
 $primary->stop('immediate');
 $standby->promote;
@@ -53,4 +65,7 @@ like($out, qr/^f$/m, 'run_once skips: the watermark travelled with the data');
 is($standby->safe_psql('postgres', $checksums), $after_one_run,
 	'after the rerun on the new primary: the same checksums as one clean run');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM fulfilments'), '1', 'the webhook fulfilled once');
+is($standby->safe_psql('postgres', $history),
+	'merge_query merged,run_once ran,merge_query unchanged,run_once skipped',
+	'the new primary goes on recording after the history it inherited');
 done_testing();
