@@ -990,6 +990,8 @@ my @refusals = (
 	[ q{SELECT idem.once('k', NULL)}, undef, '22004', qr/^query must not be NULL$/ ],
 	[ q{SELECT idem.complete('never_claimed')}, undef, '55000', qr/never claimed/ ],
 	[ q{SELECT idem.purge_keys(NULL)}, undef, '22004', qr/^older_than must not be NULL$/ ],
+	[ q{SELECT idem.purge_history(NULL)}, undef, '22004', qr/^older_than must not be NULL$/ ],
+	[ q{SELECT idem.purge_history('-1 second')}, undef, '22023', qr/^older_than must not be negative$/ ],
 	[ q{SELECT idem.advance('fx_job_bigint', NULL::bigint)}, undef, '22004', qr/^watermark must not be NULL$/ ],
 	[ q{SELECT idem.advance('fx_job_bigint', 99::bigint)}, undef, '22023', qr/would move backwards/ ],
 	[ q{SELECT idem.advance('fx_job_bigint', '2024-07-07'::date)}, undef, '42804', qr/./ ],
@@ -1035,6 +1037,7 @@ SELECT string_agg(t || '=' || h, E'\n' ORDER BY t) FROM (
   UNION ALL SELECT 'idem.datasets', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.datasets x
   UNION ALL SELECT 'idem.dataset_versions', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.dataset_versions x
   UNION ALL SELECT 'idem.usage_grants', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.usage_grants x
+  UNION ALL SELECT 'idem.run_log', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.run_log x
   UNION ALL SELECT 'fx_plain', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM fx_plain x
   UNION ALL SELECT 'fx_src', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM fx_src x
   UNION ALL SELECT 'fx_nokey', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM fx_nokey x
