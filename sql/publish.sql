@@ -57,10 +57,18 @@ SELECT total FROM marts.revenue_total;
 SELECT count(*) AS no_new_version FROM idem.versions('marts.revenue');
 SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT store, 0 AS revenue FROM p_orders GROUP BY store',
                                        audit => 'SELECT true FROM idem_candidate')$$);
+-- An audit may start with a comment and its own WITH, and end with a
+-- semicolon; a failing one of that shape still publishes nothing.
+SELECT show_error($$SELECT idem.publish('marts.revenue', 'SELECT store, 0 AS revenue FROM p_orders GROUP BY store',
+                                       audit => '-- revenue must be positive
+                                                 WITH s AS (SELECT sum(revenue) AS total FROM idem_candidate)
+                                                 SELECT total > 0 FROM s;')$$);
+SELECT count(*) AS still_no_new_version FROM idem.versions('marts.revenue');
 -- A passing audit publishes.
 INSERT INTO p_orders VALUES ('d', 1);
 SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) AS revenue FROM p_orders GROUP BY store',
-                    audit => 'SELECT count(*) = 4 AND bool_and(revenue > 0) FROM idem_candidate') AS audited_version;
+                    audit => 'WITH c AS (SELECT * FROM idem_candidate)
+                              SELECT count(*) = 4 AND bool_and(revenue > 0) FROM c;') AS audited_version;
 
 -- Schema changes: an appended column works; a removed or retyped one is a
 -- clear error, and dependent objects keep working.

@@ -307,7 +307,9 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // Write-audit-publish: the audit sees the candidate as idem_candidate (a
     // CTE, not a temporary object) and must answer true.
     if (audit) {
-        auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + table + ") " + *audit);
+        // The audit as a subquery: it may have a WITH of its own.
+        auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + table + ") SELECT * FROM " +
+                           core::as_subquery(*audit) + " AS idem_audit");
         if (r.rows.size() != 1 || r.rows[0].size() != 1)
             throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
                             "It returned " + std::to_string(r.rows.size()) + " rows of " +

@@ -1,5 +1,7 @@
 #include "core/sql_text.hpp"
 
+#include <cctype>
+
 namespace pg_idempotent::core {
 
 std::string join(const std::vector<std::string>& parts, const std::string& separator)
@@ -51,6 +53,14 @@ std::string index_definition_on(const std::string& definition, const std::string
             return kind + "ON " + to + " " + definition.substr(prefix.size());
     }
     return {};
+}
+
+std::string as_subquery(const std::string& statement)
+{
+    std::size_t end = statement.size();
+    while (end > 0 && (statement[end - 1] == ';' || std::isspace(static_cast<unsigned char>(statement[end - 1]))))
+        --end;
+    return "(\n" + statement.substr(0, end) + "\n)";
 }
 
 }  // namespace pg_idempotent::core

@@ -35,4 +35,12 @@ std::string retarget_definition(const std::string& definition, const std::string
 std::string index_definition_on(const std::string& definition, const std::string& quoted_index,
                                 const std::string& from, const std::string& to);
 
+// A caller's statement as the body of a subquery in FROM: "(\n<statement>\n)",
+// without the trailing semicolons and white space it may end with. The new
+// lines keep a trailing "-- comment" from swallowing the parenthesis. In a
+// subquery the statement may start with its own WITH, and still sees the
+// CTEs of the statement around it. (A semicolon followed by a comment stays,
+// and is the syntax error it would be in any subquery.)
+std::string as_subquery(const std::string& statement);
+
 }  // namespace pg_idempotent::core

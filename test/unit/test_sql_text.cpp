@@ -10,6 +10,7 @@ namespace {
 
 using pg_idempotent::core::join;
 using pg_idempotent::core::select_columns;
+using pg_idempotent::core::as_subquery;
 using pg_idempotent::core::identifier_with_suffix;
 using pg_idempotent::core::retarget_definition;
 using pg_idempotent::core::index_definition_on;
@@ -110,3 +111,25 @@ TEST(RetargetDefinition, AmbiguousOrMissingMarkerIsRefused)
 }
 
 }  // namespace
+
+TEST(AsSubquery, WrapsOnItsOwnLines)
+{
+    EXPECT_EQ(as_subquery("SELECT true"), "(\nSELECT true\n)");
+}
+
+TEST(AsSubquery, DropsTrailingSemicolonsAndSpace)
+{
+    EXPECT_EQ(as_subquery("SELECT true ;\n ;; \t"), "(\nSELECT true\n)");
+}
+
+TEST(AsSubquery, KeepsATrailingCommentOffTheParenthesis)
+{
+    EXPECT_EQ(as_subquery("SELECT true -- the check"), "(\nSELECT true -- the check\n)");
+}
+
+TEST(AsSubquery, LeavesInnerSemicolonsAndLeadingWithAlone)
+{
+    EXPECT_EQ(as_subquery("WITH c AS (SELECT ';' AS s) SELECT s = ';' FROM c"),
+              "(\nWITH c AS (SELECT ';' AS s) SELECT s = ';' FROM c\n)");
+    EXPECT_EQ(as_subquery(""), "(\n\n)");
+}
