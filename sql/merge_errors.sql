@@ -72,6 +72,23 @@ SELECT show_error($$SELECT * FROM idem.merge_query('e_dom', 'SELECT * FROM (VALU
 SELECT show_error($$SELECT * FROM idem.merge_query('e_target', 'SELECT * FROM (VALUES (7, 1), (8, -1)) v(id, d_pos)')$$);
 SELECT count(*) AS nothing_half_done FROM e_target WHERE id IN (7, 8);
 
+-- Length-limited types convert as an INSERT converts them: a value too long
+-- for varchar(n), char(n), bit(n) or varbit(n) is 22001 (22026 for bit(n))
+-- for a key, a version and an ordinary column alike, never silently cut (two keys cut to the same
+-- prefix would become one); trailing spaces beyond the length are dropped,
+-- as by an INSERT; a rerun of what fits is unchanged.
+CREATE TABLE e_len (k varchar(3) PRIMARY KEY, c char(3), b bit(3), vb varbit(3), v varchar(2));
+SELECT * FROM idem.merge_query('e_len', $$SELECT 'abc' AS k, 'ab' AS c, B'101' AS b, B'1' AS vb, 'xy' AS v$$);
+SELECT * FROM idem.merge_query('e_len', $$SELECT 'abc' AS k, 'ab' AS c, B'101' AS b, B'1' AS vb, 'xy' AS v$$) AS rerun;
+SELECT * FROM idem.merge_query('e_len', $$SELECT 'abc  ' AS k, 'ab  ' AS c, B'101' AS b, B'1' AS vb, 'xy ' AS v$$) AS spaces_beyond;
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abcd'' AS k')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT * FROM (VALUES (''abcd''), (''abce'')) s(k)')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k, ''abcd'' AS c')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k, B''1011'' AS b')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k, B''1011'' AS vb')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k, ''xyz'' AS v', version_column => 'v')$$);
+SELECT k, c, b, vb, v, length(c::text) AS c_len FROM e_len;
+
 -- Wrong objects and queries.
 CREATE VIEW e_view AS SELECT * FROM e_target;
 SELECT show_error($$SELECT * FROM idem.merge('e_view', 'e_src')$$);

@@ -27,8 +27,16 @@ const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::st
 
 core::MergeColumn merge_column(const pg::Column& target_col)
 {
-    return core::MergeColumn{pg::quote_ident(target_col.name), target_col.qualified_type,
-                             pg::quote_literal(target_col.name)};
+    core::MergeColumn c{pg::quote_ident(target_col.name), target_col.qualified_type,
+                        pg::quote_literal(target_col.name)};
+    if (target_col.typmod >= 0) {
+        if (auto lc = pg::length_coercion(target_col.type_oid)) {
+            c.length_coercion = lc->function;
+            c.base_type = lc->base_type;
+            c.typmod = target_col.typmod;
+        }
+    }
+    return c;
 }
 
 std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOptions& options,

@@ -41,7 +41,7 @@ std::string digest_of(const std::vector<MergeColumn>& cols, const std::string& a
     std::vector<std::string> parts;
     for (const auto& c : cols) {
         const std::string ref = alias + "." + c.name;
-        parts.push_back(cast ? "CAST(" + ref + " AS " + c.type + ")" : ref);
+        parts.push_back(cast ? cast_to_target(ref, c) : ref);
     }
     // ROW() of one column is still a row; of none, the empty row.
     return "idem._row_digest(ROW(" + join(parts) + "))";
@@ -67,6 +67,13 @@ std::string count_where(const std::string& from, const std::string& where = {})
 
 }  // namespace
 
+std::string cast_to_target(const std::string& ref, const MergeColumn& c)
+{
+    if (c.length_coercion.empty())
+        return "CAST(" + ref + " AS " + c.type + ")";
+    return c.length_coercion + "(CAST(" + ref + " AS " + c.base_type + "), " + std::to_string(c.typmod) + ", false)";
+}
+
 std::string build_merge_sql(const MergeSpec& s)
 {
     const bool versioned = s.version.has_value();
@@ -83,7 +90,7 @@ std::string build_merge_sql(const MergeSpec& s)
             for (const auto& k : s.keys)
                 is_key = is_key || k.name == c.name;
             const bool cast = is_key || (versioned && s.version->name == c.name);
-            cols.push_back(cast ? "CAST(s." + c.name + " AS " + c.type + ") AS " + c.name
+            cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name
                                 : "s." + c.name);
         }
         if (deletes)

@@ -29,7 +29,18 @@ struct MergeColumn {
     std::string name;           // quoted identifier
     std::string type;           // schema-qualified target type, for CAST
     std::string name_literal;   // the name as a quoted SQL literal, for messages
+    // varchar(n), char(n), bit(n), varbit(n): an explicit CAST truncates where
+    // an INSERT raises 22001, so these are converted by the type's length
+    // coercion function with isExplicit = false, as an assignment is:
+    // <length_coercion>(CAST(x AS <base_type>), <typmod>, false). Empty: CAST.
+    std::string length_coercion = {};
+    std::string base_type = {};
+    int typmod = -1;
 };
+
+// ref converted to c's target type as an INSERT would convert it (see
+// MergeColumn): the form keys, versions and the "unchanged" test compare in.
+std::string cast_to_target(const std::string& ref, const MergeColumn& c);
 
 // Action codes in the plan CTE (also documented in docs/merge.md).
 enum MergeAction : int {

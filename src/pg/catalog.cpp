@@ -12,6 +12,7 @@ extern "C" {
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "parser/parse_coerce.h"
 #include "utils/lsyscache.h"
@@ -38,6 +39,22 @@ std::string relation_display_name(std::uint32_t oid)
         return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(oid)));
     });
     return std::string(text);
+}
+
+std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid)
+{
+    switch (type_oid) {
+    case VARCHAROID:
+        return LengthCoercion{"pg_catalog.\"varchar\"", "pg_catalog.\"varchar\""};
+    case BPCHAROID:
+        return LengthCoercion{"pg_catalog.bpchar", "pg_catalog.bpchar"};
+    case BITOID:
+        return LengthCoercion{"pg_catalog.\"bit\"", "pg_catalog.\"bit\""};
+    case VARBITOID:
+        return LengthCoercion{"pg_catalog.varbit", "pg_catalog.varbit"};
+    default:
+        return std::nullopt;
+    }
 }
 
 bool relation_exists(const std::string& schema, const std::string& name)

@@ -69,6 +69,16 @@ std::string quote_ident(const std::string& name);
 // The display form of a relation for messages (as regclass prints it).
 std::string relation_display_name(std::uint32_t oid);
 
+// The length coercion of varchar, bpchar, bit and varbit (the function that
+// applies a typmod, and the type without one), whose isExplicit argument
+// decides between truncating (a CAST) and raising 22001 (an assignment);
+// nullopt for every other type.
+struct LengthCoercion {
+    std::string function;   // e.g. pg_catalog.varchar
+    std::string base_type;  // e.g. pg_catalog.varchar
+};
+std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid);
+
 // Whether schema.name is a relation (a syscache look-up, no SPI): for state
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
 bool relation_exists(const std::string& schema, const std::string& name);
