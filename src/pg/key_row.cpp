@@ -2,13 +2,13 @@
 
 #include <cstring>
 
+#include "core/md5.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "common/md5.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
@@ -173,11 +173,10 @@ RawResult claim_row(const KeyClaim& claim)
     TupleTableSlot* slot = ExecInitExtraTupleSlot(estate, desc, table_slot_callbacks(rel));
     TupleTableSlot* found = ExecInitExtraTupleSlot(estate, desc, table_slot_callbacks(rel));
 
-    // key_hash: md5(key)::uuid, the 16 bytes of the digest.
+    // key_hash: md5(key)::uuid, the 16 bytes of the digest (core::md5: the
+    // same digest as SQL's md5(), without OpenSSL's per-call setup).
     auto* hash = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
-    const char* md5_error = nullptr;
-    if (!pg_md5_binary(claim.key.data(), claim.key.size(), hash->data, &md5_error))
-        elog(ERROR, "could not compute MD5 hash: %s", md5_error != nullptr ? md5_error : "unknown error");
+    core::md5(claim.key.data(), claim.key.size(), hash->data);
     const Datum scope = text_datum(claim.scope);
     const Datum key = text_datum(claim.key);
 
