@@ -206,7 +206,9 @@ bool claim(const ClaimRequest& request)
 {
     require_text(request.key, "key");
     require_text(request.scope, "scope");
-    pg::SpiSession spi;
+    // Connected only if a statement runs: a superuser's claim through
+    // pg::insert_claim_row needs none.
+    pg::SpiSession spi{pg::SpiSession::Deferred{}};
     if (request.lease) {
         auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
                            {Param::of_text(request.lease)});
