@@ -222,4 +222,10 @@ CREATE TRIGGER keys_audit BEFORE INSERT ON idem.keys FOR EACH ROW EXECUTE FUNCTI
 SELECT idem.claim('with_trigger', 'direct') AS with_trigger, idem.claim('with_trigger', 'direct') AS again,
        idem.claim('Käse ☕ 鍵', 'direct') AS duplicate;
 ROLLBACK;
+-- A read-only transaction: the INSERT's own error (25006), also for a key
+-- that exists.
+BEGIN READ ONLY;
+SELECT show_error($$SELECT idem.claim('read_only', 'direct')$$);
+SELECT show_error($$SELECT idem.claim('Käse ☕ 鍵', 'direct')$$);
+ROLLBACK;
 SELECT count(*) AS direct_keys FROM idem.keys WHERE scope = 'direct';

@@ -127,15 +127,17 @@ Datum text_datum(const std::string& s)
 RawResult claim_row(const KeyClaim& claim)
 {
     RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false};
-    // SERIALIZABLE: the SQL path's statements take the predicate locks.
-    if (!ActiveSnapshotSet() || IsolationIsSerializable())
+    // SERIALIZABLE: the SQL path's statements take the predicate locks. A
+    // read-only transaction (or a hot standby): the INSERT raises 25006.
+    if (!ActiveSnapshotSet() || IsolationIsSerializable() || XactReadOnly || IsInParallelMode())
         return out;
     const Oid ns = get_namespace_oid("idem", true);
     const Oid relid = OidIsValid(ns) ? get_relname_relid("keys", ns) : InvalidOid;
     if (!OidIsValid(relid))
         return out;
-    // The statement would need these privileges of the current user.
-    if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT | ACL_SELECT) != ACLCHECK_OK)
+    // The statements would need both privileges of the current user (the
+    // SQL path reports it if one is missing).
+    if (pg_class_aclmask(relid, GetUserId(), ACL_INSERT | ACL_SELECT, ACLMASK_ALL) != (ACL_INSERT | ACL_SELECT))
         return out;
 
     MemoryContext const caller = CurrentMemoryContext;
