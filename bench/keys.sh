@@ -286,7 +286,7 @@ keys_percall_report \
     row_pk "idem.keys' 12 columns and row (md5 key hash, now(), pg_current_xact_id()), primary key (scope, key_hash) only" \
     row_age "+ the age index \`keys_age\` on COALESCE(completed_at, claimed_at)" \
     full "+ the CHECK on state: all of idem.keys (\`bare_full\`)" \
-    claim "\`idem.claim\`: + the function call, SPI, the statement's RETURNING, the checks"
+    claim "\`idem.claim\`: + the function call and the checks (the row inserted without SPI, src/pg/key_row.cpp)"
 
 # Duplicates: every call hits a key an earlier transaction claimed.
 keys_dup_preload_sql() {
@@ -310,7 +310,7 @@ report "Duplicates (every key claimed by an earlier transaction):"
 keys_percall_report \
     bare "\`bare_keys\`: the conflict, nothing written" \
     full "idem.keys' row and indexes (\`bare_full\`): the conflict, nothing written" \
-    claim "\`idem.claim\`: the conflicting INSERT, then a second statement that reads the row (state, fingerprint, owner, lease), returns false"
+    claim "\`idem.claim\`: the conflict check, and the row read in the same step (state, fingerprint, owner, lease), returns false"
 
 # What a duplicate leaves behind: a bare INSERT that conflicts writes
 # nothing and needs no transaction id; count the ids and the WAL over

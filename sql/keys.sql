@@ -182,3 +182,50 @@ SELECT count(*) AS bad_sql_claimed FROM idem.key_status('bad_sql');
 -- A long key is cut on a character boundary in messages (77 bytes would end
 -- inside the 39th 'é'), so the message stays valid UTF-8.
 SELECT show_error($$SELECT idem.complete(repeat('é', 100))$$);
+
+-- claim writes its row without SPI where it can (src/pg/key_row.hpp): the
+-- row is the one the SQL path writes, key_hash = md5(key)::uuid (multi-byte
+-- keys too), and the SQL functions find it.
+BEGIN;
+SELECT idem.claim('Käse ☕ 鍵', 'direct') AS claimed;
+SELECT key_hash = md5(key)::uuid AS hash_matches, state, fingerprint IS NULL AS no_fingerprint,
+       lease IS NULL AND lease_until IS NULL AS no_lease, claimed_at = now() AS claimed_now,
+       claimed_by = pg_current_xact_id() AS claimed_by_this_xact
+  FROM idem.keys WHERE scope = 'direct';
+COMMIT;
+SELECT state FROM idem.key_status('Käse ☕ 鍵', 'direct');
+SELECT idem.claim('leased', 'direct', fingerprint => 'f1', lease => '1 hour') AS leased;
+SELECT state, fingerprint, lease, lease_until > clock_timestamp() AS lease_live
+  FROM idem.keys WHERE scope = 'direct' AND key = 'leased';
+-- A duplicate assigns no transaction id (it writes nothing, as a bare
+-- INSERT ... ON CONFLICT DO NOTHING that conflicts).
+BEGIN;
+SELECT idem.claim('Käse ☕ 鍵', 'direct') AS duplicate;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_xid;
+COMMIT;
+-- REPEATABLE READ: a key committed before the snapshot is a plain
+-- duplicate; one claimed in this transaction is still owned.
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT idem.claim('Käse ☕ 鍵', 'direct') AS rr_duplicate;
+SELECT idem.claim('rr_new', 'direct') AS rr_new, idem.claim('rr_new', 'direct') AS rr_again;
+COMMIT;
+-- Where the direct path does not apply, the SQL path gives the same answers:
+-- SERIALIZABLE, and a trigger on idem.keys.
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT idem.claim('ser_new', 'direct') AS ser_new, idem.claim('ser_new', 'direct') AS ser_again,
+       idem.claim('Käse ☕ 鍵', 'direct') AS ser_duplicate;
+COMMIT;
+BEGIN;
+CREATE FUNCTION pg_temp.count_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE NOTICE 'trigger saw %', NEW.key; RETURN NEW; END $$;
+CREATE TRIGGER keys_audit BEFORE INSERT ON idem.keys FOR EACH ROW EXECUTE FUNCTION pg_temp.count_insert();
+SELECT idem.claim('with_trigger', 'direct') AS with_trigger, idem.claim('with_trigger', 'direct') AS again,
+       idem.claim('Käse ☕ 鍵', 'direct') AS duplicate;
+ROLLBACK;
+-- A read-only transaction: the INSERT's own error (25006), also for a key
+-- that exists.
+BEGIN READ ONLY;
+SELECT show_error($$SELECT idem.claim('read_only', 'direct')$$);
+SELECT show_error($$SELECT idem.claim('Käse ☕ 鍵', 'direct')$$);
+ROLLBACK;
+SELECT count(*) AS direct_keys FROM idem.keys WHERE scope = 'direct';

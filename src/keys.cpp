@@ -4,6 +4,7 @@
 
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
+#include "pg/key_row.hpp"
 #include "pg/spi.hpp"
 #include "usage.hpp"
 
@@ -131,20 +132,53 @@ void on_key_state(const std::string& key, const std::string& scope,
     spi.finish();
 }
 
+// The row of the key: inserted by this call (nullopt, *inserted), or the one
+// already there. Through pg::insert_claim_row where it applies (no SPI, no
+// executor start; a duplicate assigns no transaction id), else through SQL:
+// the INSERT (ON CONFLICT waits for a concurrent claimer's transaction to
+// end), and a look-up only when the row already exists. nullopt without
+// *inserted: a key forgotten between the two statements.
+std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& request, bool* inserted)
+{
+    *inserted = false;
+    const pg::KeyClaimResult direct =
+        pg::insert_claim_row({request.scope, request.key, request.fingerprint, request.lease});
+    switch (direct.outcome) {
+    case pg::KeyClaimResult::Outcome::kInserted:
+        *inserted = true;
+        return std::nullopt;
+    case pg::KeyClaimResult::Outcome::kExists: {
+        KeyRow k;
+        k.state = direct.existing.state;
+        k.fingerprint = direct.existing.fingerprint;
+        k.mine = direct.existing.claimed_by_this_transaction;
+        k.lease_live = direct.existing.lease_live;
+        return k;
+    }
+    case pg::KeyClaimResult::Outcome::kUnsupported:
+        break;
+    }
+    auto ins = spi.query_saved(kInsertClaim, {Param::of_text(request.scope), Param::of_text(request.key),
+                                              Param::of_text(request.fingerprint), Param::of_text(request.lease)});
+    if (!ins.rows.empty()) {
+        *inserted = true;
+        return std::nullopt;
+    }
+    return lookup(spi, request.scope, request.key);
+}
+
 bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 {
     const Param scope = Param::of_text(request.scope);
     const Param key = Param::of_text(request.key);
-    // Insert first (ON CONFLICT waits for a concurrent claimer's
-    // transaction to end); look the row up only when it already exists. A
-    // look-up first was measured slower for fresh keys (bench/keys.sh).
+    // Insert first; read the row only when it already exists. A look-up
+    // first was measured slower for fresh keys (bench/keys.sh).
     // Two rounds at most: a key forgotten between two steps is claimed anew.
     for (int attempt = 0; attempt < 2; ++attempt) {
-        auto inserted = spi.query_saved(
-            kInsertClaim, {scope, key, Param::of_text(request.fingerprint), Param::of_text(request.lease)});
-        if (!inserted.rows.empty())
+        bool inserted = false;
+        auto row = insert_or_find(spi, request, &inserted);
+        if (inserted)
             return true;
-        auto row = lookup(spi, request.scope, request.key);
         if (!row)
             continue;
         check_fingerprint(*row, request);
@@ -172,7 +206,9 @@ bool claim(const ClaimRequest& request)
 {
     require_text(request.key, "key");
     require_text(request.scope, "scope");
-    pg::SpiSession spi;
+    // Connected only if a statement runs: a superuser's claim through
+    // pg::insert_claim_row needs none.
+    pg::SpiSession spi{pg::SpiSession::Deferred{}};
     if (request.lease) {
         auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
                            {Param::of_text(request.lease)});

@@ -171,8 +171,12 @@ void check_spi(int rc, const char* what)
 
 }  // namespace
 
-SpiSession::SpiSession()
+SpiSession::SpiSession() { connect(); }
+
+void SpiSession::connect()
 {
+    if (connected_)
+        return;
     const int rc = pg_call([] { return SPI_connect(); });
     check_spi(rc, "SPI_connect");
     connected_ = true;
@@ -207,6 +211,7 @@ void forget_statement(PgError& e)
 
 QueryResult SpiSession::query(const std::string& sql, const Params& params, bool hide_statement)
 {
+    connect();
     SpiArgs args = convert_params(params);
     int rc = 0;
     try {
@@ -235,6 +240,7 @@ std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
 
 QueryResult SpiSession::query_saved(const std::string& sql, const Params& params)
 {
+    connect();
     SpiArgs args = convert_params(params);
     // One plan per statement and parameter types: a statement called with a
     // NULL passed as text in one place and an int4 in another must not run
@@ -267,6 +273,7 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
 
 std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
 {
+    connect();
     SpiArgs args = convert_params(params);
     const int rc = pg_call([&] {
         return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
@@ -283,6 +290,7 @@ std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
 
 core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Params& params)
 {
+    connect();
     SpiArgs args = convert_params(params);
     SPIPlanPtr plan = pg_call([&] { return SPI_prepare(sql.c_str(), args.count, args.types); });
     if (plan == nullptr)
@@ -313,6 +321,7 @@ core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Param
 void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
                              const Params& params, bool hide_statement)
 {
+    connect();
     SpiArgs args = convert_params(params);
     pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
@@ -392,6 +401,7 @@ std::string lock_timeout_setting(SpiSession& spi, const std::string& interval)
 
 std::string rows_as_json_array(SpiSession& spi, const std::string& query)
 {
+    spi.connect();
     SPIPlanPtr plan = pg_call([&] { return SPI_prepare(query.c_str(), 0, nullptr); });
     if (plan == nullptr)
         check_spi(SPI_result, "SPI_prepare");

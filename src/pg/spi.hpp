@@ -54,11 +54,19 @@ struct QueryResult {
 class SpiSession {
 public:
     SpiSession();
+    // A session that connects only when it first runs a statement (or on
+    // connect()): for hot paths that often need no SQL at all. finish() is
+    // then a no-op if it never connected.
+    struct Deferred {};
+    explicit SpiSession(Deferred) {}
     ~SpiSession();
     SpiSession(const SpiSession&) = delete;
     SpiSession& operator=(const SpiSession&) = delete;
 
     void finish();
+    // Connects now if not connected yet (a Deferred session); every method
+    // below does it first.
+    void connect();
 
     // Runs SQL the extension wrote itself (or any statement list) and returns
     // rows as text. For small results: catalog look-ups, counts.
