@@ -260,9 +260,13 @@ sub crash_inside
 		# Wait until the function named in $c{statement} is sleeping in the
 		# trigger or waiting for the lock (or the job has stopped early: an
 		# error must not cost the poll's whole timeout).
+		# Only once the job's statement is the session's query: between
+		# "started" and the statement, psql's session is briefly idle in
+		# the transaction, which is not an early stop.
 		my $paused = qq{query LIKE '$c{statement}' AND (wait_event = 'PgSleep' OR wait_event_type = 'Lock')};
 		$node->poll_query_until('crashdb',
-			"SELECT coalesce((SELECT $paused OR state <> 'active' FROM pg_stat_activity WHERE pid = $pid), true)")
+			"SELECT coalesce((SELECT $paused OR (query LIKE '$c{statement}' AND state <> 'active')"
+			  . " FROM pg_stat_activity WHERE pid = $pid), true)")
 		  or die "$what: the job did not reach its pause";
 		if ($node->safe_psql('crashdb', "SELECT coalesce((SELECT $paused FROM pg_stat_activity WHERE pid = $pid), false)") ne 't')
 		{
