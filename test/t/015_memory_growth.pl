@@ -3,7 +3,9 @@
 # function family, one backend runs a warm-up of N iterations (caches, plans
 # and the allocator reach their steady state), then 4N more; the backend's
 # memory after 5N iterations must stay within a small bound of its memory
-# after N. Both the private resident memory (RssAnon from /proc, as in
+# after N (RssAnon: its steady growth, twice the smaller of the two halves,
+# N to 3N and 3N to 5N, so a single step of the allocator is not a leak).
+# Both the private resident memory (RssAnon from /proc, as in
 # 010_cancel_and_memory.pl: it sees malloc and C++ new as well as palloc)
 # and the bytes in use in PostgreSQL's memory contexts
 # (pg_backend_memory_contexts.used_bytes, exact where RssAnon moves in pages)
@@ -207,7 +209,8 @@ sub memory
 	return (rss_anon_kb($pid), $contexts / 1024);
 }
 
-# Returns the growth (RssAnon kB, contexts kB) from iteration N to 5N.
+# Returns the growth from iteration N to 5N: RssAnon in its two halves (N to
+# 3N, 3N to 5N; kB) and the memory contexts over the whole (kB).
 sub growth
 {
 	my ($family) = @_;
@@ -219,32 +222,43 @@ sub growth
 	my $t0 = time;
 	run_iterations($session, $family, 1, $n);
 	my ($rss_n, $ctx_n) = memory($session, $pid);
-	run_iterations($session, $family, $n + 1, 5 * $n);
+	run_iterations($session, $family, $n + 1, 3 * $n);
+	my ($rss_3n) = memory($session, $pid);
+	run_iterations($session, $family, 3 * $n + 1, 5 * $n);
 	my ($rss_5n, $ctx_5n) = memory($session, $pid);
 	$session->quit;
-	note sprintf('%s: %d iterations in %.1f s; RssAnon %d -> %d kB, contexts %d -> %d kB',
-		$family->{name}, 5 * $n, time - $t0, $rss_n, $rss_5n, $ctx_n, $ctx_5n);
-	return ($rss_5n - $rss_n, $ctx_5n - $ctx_n);
+	note sprintf('%s: %d iterations in %.1f s; RssAnon %d -> %d -> %d kB, contexts %d -> %d kB',
+		$family->{name}, 5 * $n, time - $t0, $rss_n, $rss_3n, $rss_5n, $ctx_n, $ctx_5n);
+	return ($rss_3n - $rss_n, $rss_5n - $rss_3n, $ctx_5n - $ctx_n);
 }
+
+# A leak grows RssAnon in both halves; the allocator's heap can also step up
+# once (a new arena page, a high-water mark under a loaded machine: 516 to
+# 528 kB were seen once in a half, in merge, with 84 kB on a quiet run). The
+# steady growth is therefore twice the smaller half: equal to the whole for
+# a leak, small for a single step.
+sub steady { my ($a, $b) = @_; return 2 * ($a < $b ? $a : $b); }
 
 foreach my $family (@families)
 {
-	my ($rss, $ctx) = growth($family);
+	my ($rss_a, $rss_b, $ctx) = growth($family);
+	my $rss = steady($rss_a, $rss_b);
 	my $iterations = 4 * $family->{warmup};
 	my $ctx_bound = $context_bound_kb +
 	  ($family->{context_bytes_per_iteration} // 0) * $iterations / 1024;
 	ok($rss <= $rss_bound_kb,
-		sprintf('%s: RssAnon grows %d kB over %d more iterations (bound %d kB)',
-			$family->{name}, $rss, $iterations, $rss_bound_kb));
+		sprintf('%s: RssAnon grows %d kB steadily over %d more iterations (%d + %d kB in its halves; bound %d kB)',
+			$family->{name}, $rss, $iterations, $rss_a, $rss_b, $rss_bound_kb));
 	ok($ctx <= $ctx_bound,
 		sprintf('%s: memory contexts grow %d kB over %d more iterations (bound %d kB)',
 			$family->{name}, $ctx, $iterations, $ctx_bound));
 }
 
-my ($rss, $ctx) = growth($control);
+my ($rss_a, $rss_b, $ctx) = growth($control);
+my $rss = steady($rss_a, $rss_b);
 ok($rss > $rss_bound_kb && $ctx > $context_bound_kb,
-	sprintf('%s: RssAnon grows %d kB, contexts %d kB, both over their bounds',
-		$control->{name}, $rss, $ctx));
+	sprintf('%s: RssAnon grows %d kB steadily (%d + %d kB), contexts %d kB, both over their bounds',
+		$control->{name}, $rss, $rss_a, $rss_b, $ctx));
 
 # The families really ran: each left its mark.
 is($node->safe_psql('postgres', q{
