@@ -207,12 +207,10 @@ void forget_statement(PgError& e)
     data->internalquery = nullptr;
     data->internalpos = 0;
 }
-}  // namespace
 
-QueryResult SpiSession::query(const std::string& sql, const Params& params, bool hide_statement)
+// SPI_execute_with_args of one statement (list); its return code checked.
+void execute_with_args(const std::string& sql, const SpiArgs& args, bool hide_statement)
 {
-    connect();
-    SpiArgs args = convert_params(params);
     int rc = 0;
     try {
         rc = pg_call([&] {
@@ -225,6 +223,14 @@ QueryResult SpiSession::query(const std::string& sql, const Params& params, bool
         throw;
     }
     check_spi(rc, "SPI_execute_with_args");
+}
+}  // namespace
+
+QueryResult SpiSession::query(const std::string& sql, const Params& params, bool hide_statement)
+{
+    connect();
+    const SpiArgs args = convert_params(params);
+    execute_with_args(sql, args, hide_statement);
     return copy_result();
 }
 
@@ -274,12 +280,8 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
 std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
 {
     connect();
-    SpiArgs args = convert_params(params);
-    const int rc = pg_call([&] {
-        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
-                                     args.nulls, false, 0);
-    });
-    check_spi(rc, "SPI_execute_with_args");
+    const SpiArgs args = convert_params(params);
+    execute_with_args(sql, args, false);
     const std::uint64_t processed = SPI_processed;
     if (SPI_tuptable != nullptr) {
         SPITupleTable* table = SPI_tuptable;
@@ -325,18 +327,7 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
     SpiArgs args = convert_params(params);
     pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    int rc = 0;
-    try {
-        rc = pg_call([&] {
-            return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
-                                         args.nulls, false, 0);
-        });
-    } catch (PgError& e) {
-        if (hide_statement)
-            forget_statement(e);
-        throw;
-    }
-    check_spi(rc, "SPI_execute_with_args");
+    execute_with_args(sql, args, hide_statement);
     SPITupleTable* table = SPI_tuptable;
     if (table == nullptr)
         return;
