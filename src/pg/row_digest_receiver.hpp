@@ -53,12 +53,9 @@ pg_attribute_always_inline bool feed_column_image(core::RowHasher* hasher, Datum
             hasher->add_fixed<8>(&v);
             return false;
         }
-        default: {
-            char bytes[sizeof(Datum)];
-            store_att_byval(bytes, value, typlen);  // ERRORs on an impossible length
-            hasher->add_value(bytes, static_cast<std::size_t>(typlen));
-            return false;
-        }
+        default:
+            // As store_att_byval: no by-value type has another length.
+            elog(ERROR, "unsupported byval length: %d", static_cast<int>(typlen));
         }
     }
     if (typlen > 0) {
