@@ -16,14 +16,6 @@ struct RowHasher::State {
 };
 
 namespace {
-void put_u32le(unsigned char out[4], std::uint32_t v) noexcept
-{
-    out[0] = static_cast<unsigned char>(v);
-    out[1] = static_cast<unsigned char>(v >> 8);
-    out[2] = static_cast<unsigned char>(v >> 16);
-    out[3] = static_cast<unsigned char>(v >> 24);
-}
-
 Digest128 from_xxh(XXH128_hash_t h) noexcept { return Digest128{h.high64, h.low64}; }
 }  // namespace
 
@@ -42,25 +34,16 @@ bool RowHasher::ensure_state() noexcept
 }
 RowHasher::~RowHasher() = default;
 
-void RowHasher::begin_row(std::uint32_t column_count) noexcept
+// A column that does not fit in what is left of the buffer: the same bytes,
+// through append(), which spills into the streaming state.
+void RowHasher::add_slow(const void* data, std::size_t length, bool is_null) noexcept
 {
-    used_ = 0;
-    streaming_ = false;
-    failed_ = false;
-    unsigned char n[4];
-    put_u32le(n, column_count);
-    append(n, sizeof n);
-}
-
-void RowHasher::add_null() noexcept
-{
-    const unsigned char tag = 0x00;
-    append(&tag, 1);
-}
-
-void RowHasher::add_value(const void* data, std::size_t length) noexcept
-{
-    unsigned char head[5];
+    if (is_null) {
+        const unsigned char tag = 0x00;
+        append(&tag, 1);
+        return;
+    }
+    unsigned char head[kValueHeader];
     head[0] = 0x01;
     put_u32le(head + 1, static_cast<std::uint32_t>(length));
     append(head, sizeof head);

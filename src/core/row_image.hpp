@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "core/digest.hpp"
@@ -28,9 +29,52 @@ public:
     RowHasher(const RowHasher&) = delete;
     RowHasher& operator=(const RowHasher&) = delete;
 
-    void begin_row(std::uint32_t column_count) noexcept;
-    void add_null() noexcept;
-    void add_value(const void* data, std::size_t length) noexcept;
+    // The per-column members are inline: they run once per column of every
+    // row a digest reads, and a row that fits the buffer is laid out with
+    // plain stores and one short copy per value (the executor's receiver calls
+    // them in a tight loop). Anything that does not fit takes append().
+    void begin_row(std::uint32_t column_count) noexcept
+    {
+        streaming_ = false;
+        failed_ = false;
+        put_u32le(buffer_, column_count);
+        used_ = 4;
+    }
+    void add_null() noexcept
+    {
+        if (used_ < kBufferSize)
+            buffer_[used_++] = 0x00;
+        else
+            add_slow(nullptr, 0, true);
+    }
+    void add_value(const void* data, std::size_t length) noexcept
+    {
+        if (length <= kBufferSize - kValueHeader && used_ <= kBufferSize - kValueHeader - length) {
+            unsigned char* p = buffer_ + used_;
+            p[0] = 0x01;
+            put_u32le(p + 1, static_cast<std::uint32_t>(length));
+            copy_bytes(p + kValueHeader, static_cast<const unsigned char*>(data), length);
+            used_ += kValueHeader + length;
+        } else {
+            add_slow(data, length, false);
+        }
+    }
+    // A value of exactly N bytes (N a constant: 1, 2, 4, 8, ...): the same
+    // image as add_value(data, N), with the copy a fixed-size store.
+    template <std::size_t N>
+    void add_fixed(const void* data) noexcept
+    {
+        static_assert(N <= kBufferSize - kValueHeader);
+        if (used_ <= kBufferSize - kValueHeader - N) {
+            unsigned char* p = buffer_ + used_;
+            p[0] = 0x01;
+            put_u32le(p + 1, static_cast<std::uint32_t>(N));
+            std::memcpy(p + kValueHeader, data, N);
+            used_ += kValueHeader + N;
+        } else {
+            add_slow(data, N, false);
+        }
+    }
     Digest128 end_row() noexcept;
     // False when a row longer than the buffer could not get its streaming
     // state (out of memory): the digest of that row is not valid.
@@ -40,6 +84,48 @@ public:
     static Digest128 hash_image(const void* data, std::size_t length) noexcept;
 
 private:
+    static constexpr std::size_t kValueHeader = 5;  // 0x01 and u32le(length)
+    static void put_u32le(unsigned char* out, std::uint32_t v) noexcept
+    {
+        out[0] = static_cast<unsigned char>(v);
+        out[1] = static_cast<unsigned char>(v >> 8);
+        out[2] = static_cast<unsigned char>(v >> 16);
+        out[3] = static_cast<unsigned char>(v >> 24);
+    }
+    // memcpy for the short values rows are made of: fixed-size loads and
+    // stores that may overlap, all within [src, src + n), so no byte outside
+    // the value is read. A variable-length std::memcpy compiles to a call or
+    // to rep movs, either of which costs more than the copy for a few bytes.
+    static void copy_bytes(unsigned char* dst, const unsigned char* src, std::size_t n) noexcept
+    {
+        if (n > 64) {
+            std::memcpy(dst, src, n);
+        } else if (n >= 16) {
+            std::size_t i = 0;
+            for (; i + 16 < n; i += 16)
+                std::memcpy(dst + i, src + i, 16);
+            std::memcpy(dst + n - 16, src + n - 16, 16);
+        } else if (n >= 8) {
+            std::uint64_t a;
+            std::uint64_t b;
+            std::memcpy(&a, src, 8);
+            std::memcpy(&b, src + n - 8, 8);
+            std::memcpy(dst, &a, 8);
+            std::memcpy(dst + n - 8, &b, 8);
+        } else if (n >= 4) {
+            std::uint32_t a;
+            std::uint32_t b;
+            std::memcpy(&a, src, 4);
+            std::memcpy(&b, src + n - 4, 4);
+            std::memcpy(dst, &a, 4);
+            std::memcpy(dst + n - 4, &b, 4);
+        } else if (n > 0) {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+    }
+    void add_slow(const void* data, std::size_t length, bool is_null) noexcept;
     void append(const void* data, std::size_t length) noexcept;
     void flush() noexcept;
     bool ensure_state() noexcept;  // allocates the streaming state on first use

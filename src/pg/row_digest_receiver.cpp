@@ -1,23 +1,45 @@
 #include "pg/row_digest_receiver.hpp"
 
-#include <cstring>
-
 namespace pg_idempotent::pg {
 
 namespace {
+
+// What the per-row loop needs of one live column, read once at startup.
+struct ColumnInfo {
+    int index;  // into the slot's values / isnull
+    int16 typlen;
+    bool typbyval;
+};
 
 struct RowDigestReceiver {
     DestReceiver pub;  // first, so the executor can treat us as a DestReceiver
     core::RowHasher* hasher;
     core::MultisetDigest* digest;
+    MemoryContext context;      // the column array, and row_context below
     MemoryContext row_context;  // detoasted copies live here for one row
+    ColumnInfo* columns;        // the live columns, in attnum order
+    int live;                   // how many
+    int natts;                  // of the descriptor the columns were read from
 };
 
-void receiver_startup(DestReceiver* self, int, TupleDesc)
+void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
-    r->row_context = AllocSetContextCreate(CurrentMemoryContext, "pg_idempotent row image",
+    r->context = AllocSetContextCreate(CurrentMemoryContext, "pg_idempotent row image",
+                                       ALLOCSET_SMALL_SIZES);
+    r->row_context = AllocSetContextCreate(r->context, "pg_idempotent row image copies",
                                            ALLOCSET_DEFAULT_SIZES);
+    const int natts = typeinfo->natts;
+    r->columns = static_cast<ColumnInfo*>(
+        MemoryContextAlloc(r->context, sizeof(ColumnInfo) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
+    r->live = 0;
+    r->natts = natts;
+    for (int i = 0; i < natts; ++i) {
+        Form_pg_attribute att = TupleDescAttr(typeinfo, i);
+        if (att->attisdropped)
+            continue;  // never part of a row's image
+        r->columns[r->live++] = ColumnInfo{i, att->attlen, att->attbyval};
+    }
 }
 
 // Called by the executor for every row: no C++ object lives in this frame, and
@@ -25,68 +47,45 @@ void receiver_startup(DestReceiver* self, int, TupleDesc)
 bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
-    TupleDesc desc = slot->tts_tupleDescriptor;
+    if (slot->tts_tupleDescriptor->natts != r->natts)
+        elog(ERROR, "row digest receiver: %d columns expected, got %d", r->natts,
+             slot->tts_tupleDescriptor->natts);
     slot_getallattrs(slot);
 
+    core::RowHasher* h = r->hasher;
+    const Datum* values = slot->tts_values;
+    const bool* isnull = slot->tts_isnull;
     MemoryContext old = MemoryContextSwitchTo(r->row_context);
-    uint32 live = 0;
-    for (int i = 0; i < desc->natts; ++i)
-        if (!TupleDescAttr(desc, i)->attisdropped)
-            ++live;
-    r->hasher->begin_row(live);
-    for (int i = 0; i < desc->natts; ++i) {
-        Form_pg_attribute att = TupleDescAttr(desc, i);
-        if (att->attisdropped)
-            continue;  // never part of a row's image
-        feed_column_image(r->hasher, slot->tts_values[i], slot->tts_isnull[i], att->attlen,
-                          att->attbyval);
+    bool copied = false;
+    h->begin_row(static_cast<uint32>(r->live));
+    for (int k = 0; k < r->live; ++k) {
+        const ColumnInfo& c = r->columns[k];
+        copied |= feed_column_image(h, values[c.index], isnull[c.index], c.typlen, c.typbyval);
     }
-    const core::Digest128 row = r->hasher->end_row();
-    if (!r->hasher->ok())
+    const core::Digest128 row = h->end_row();
+    MemoryContextSwitchTo(old);
+    if (!h->ok())
         ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
     r->digest->add(row);
-    MemoryContextSwitchTo(old);
-    MemoryContextReset(r->row_context);
+    if (copied)
+        MemoryContextReset(r->row_context);
     return true;
 }
 
 void receiver_shutdown(DestReceiver* self)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
-    if (r->row_context != nullptr) {
-        MemoryContextDelete(r->row_context);
+    if (r->context != nullptr) {
+        MemoryContextDelete(r->context);  // and row_context, its child
+        r->context = nullptr;
         r->row_context = nullptr;
+        r->columns = nullptr;
     }
 }
 
 void receiver_destroy(DestReceiver* self) { pfree(self); }
 
 }  // namespace
-
-void feed_column_image(core::RowHasher* hasher, Datum value, bool isnull, int16 typlen,
-                       bool typbyval)
-{
-    if (isnull) {
-        hasher->add_null();
-    } else if (typbyval) {
-        // The bytes a heap tuple would store, as datum_image_eq compares them.
-        char bytes[sizeof(Datum)];
-        store_att_byval(bytes, value, typlen);
-        hasher->add_value(bytes, static_cast<std::size_t>(typlen));
-    } else if (typlen > 0) {
-        hasher->add_value(DatumGetPointer(value), static_cast<std::size_t>(typlen));
-    } else if (typlen == -1) {
-        // Compressed, external or expanded: the stored image is the plain
-        // value; the 1- or 4-byte header is not part of it.
-        struct varlena* v = reinterpret_cast<struct varlena*>(DatumGetPointer(value));
-        if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
-            v = detoast_attr(v);  // short inline headers need no copy
-        hasher->add_value(VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
-    } else {
-        const char* s = DatumGetCString(value);  // typlen -2: a cstring
-        hasher->add_value(s, std::strlen(s));
-    }
-}
 
 DestReceiver* make_row_digest_receiver(core::RowHasher* hasher, core::MultisetDigest* digest)
 {
