@@ -117,7 +117,7 @@ bench_compare rerun \
 # Its writes, with idem.history = changes (the rerun records nothing: the
 # promise is zero) and with the default all (its one run history row).
 ov_rerun_writes() {  # SETTING: prints "WAL_BYTES DIRTIED"
-    bench_psql -F ' ' -c "SET idem.history = $1;" -c "
+    bench_psql -F ' ' -c "SET idem.history = '$1';" -c "
   SELECT wal_bytes, dirtied FROM bench_.explain_counters(\$q\$SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$x\$$q\$x\$)\$q\$)"
 }
 read -r rerun_wal rerun_written <<<"$(ov_rerun_writes changes)"
