@@ -278,7 +278,7 @@ fi
 report ""
 report "### 2. Identical republish"
 report ""
-report "\`SELECT idem.publish(ds, <the query of the current version>)\`, first call after the last flip, run as \`EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON)\` (the top node's counters include the SPI statements inside the function); in the same transaction: the transaction id (none assigned = nothing written, not even a row lock) and the rows inserted/updated/deleted in any table (pg_stat_xact_user_tables); before and after: the version tables \`ds_...__v%\` and the view's definition."
+report "\`SELECT idem.publish(ds, <the query of the current version>)\`, first call after the last flip, with \`idem.history = 'changes'\` (by default the rerun records its run: one history row, see the history section), run as \`EXPLAIN (ANALYZE, WAL, BUFFERS, FORMAT JSON)\` (the top node's counters include the SPI statements inside the function); in the same transaction: the transaction id (none assigned = nothing written, not even a row lock) and the rows inserted/updated/deleted in any table (pg_stat_xact_user_tables); before and after: the version tables \`ds_...__v%\` and the view's definition."
 report ""
 report "| dataset | current version | returned version | new version tables | xid assigned | rows written | WAL records | WAL bytes | WAL FPI | buffers dirtied | buffers written | view changed |"
 report "|---|---:|---:|---:|:---:|---:|---:|---:|---:|---:|---:|:---:|"
@@ -289,7 +289,11 @@ for size in "${pub_sizes[@]}"; do
         SELECT (SELECT version FROM idem.versions('ds_$size') WHERE is_current),
                (SELECT count(*) FROM pg_class WHERE relname LIKE 'ds\_${size}\_\_v%' AND relkind = 'r'),
                md5(pg_get_viewdef('ds_$size'::regclass))")
+    # idem.history = changes: the promise is that the rerun writes nothing at
+    # all; by default (all) it writes its one run history row, which
+    # bench/history.sh measures.
     mapfile -t out < <(bench_psql -F '|' <<SQL
+SET idem.history = 'changes';
 BEGIN;
 SELECT * FROM bench_.explain_counters(\$e\$SELECT idem.publish('ds_$size', \$q\$$q\$q\$, keep => $pub_keep)\$e\$);
 SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NULL THEN 'no' ELSE 'yes' END,
