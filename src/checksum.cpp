@@ -68,10 +68,10 @@ std::string checksum_relation(std::uint32_t relation, const std::vector<std::str
     pg::SpiSession spi;
     const pg::Relation rel = pg::describe_relation(relation);
     require_readable_kind(rel);
-    const std::string sql = select_kept(rel, kept_columns(rel, exclude_columns));
-    const core::MultisetDigest digest = spi.digest_rows(sql);
+    const auto kept = kept_columns(rel, exclude_columns);
+    const std::string digest = spi.digest_text(select_kept(rel, kept), kept.size());
     spi.finish();
-    return digest.text();
+    return digest;
 }
 
 std::string checksum_query(const std::string& query)

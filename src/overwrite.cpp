@@ -3,6 +3,7 @@
 #include "history.hpp"
 #include "partitions.hpp"
 #include "swap_partition.hpp"
+#include "core/digest.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
@@ -69,6 +70,17 @@ std::string insert_columns(const pg::Relation& target)
         if (c.generated == '\0')
             names.push_back(pg::quote_ident(c.name));
     return core::join(names);
+}
+
+// The v1 digest text of the rows of sql, a SELECT shaped like the target's
+// writable columns (converted_rows, stored_rows).
+std::string rows_digest(pg::SpiSession& spi, const pg::Relation& shape, const std::string& sql)
+{
+    std::size_t columns = 0;
+    for (const auto& c : shape.columns)
+        if (c.generated == '\0')
+            ++columns;
+    return spi.digest_text(sql, columns);
 }
 
 std::int64_t count_of(pg::SpiSession& spi, const std::string& sql)
@@ -197,7 +209,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     run.function = "replace_where";
     run.target = target.display;
     run.unit = predicate;
-    if (spi.digest_rows(unit).text() == spi.digest_rows(rows).text()) {
+    if (rows_digest(spi, target, unit) == rows_digest(spi, target, rows)) {
         run.action = "skipped";
         run.counts = {{"deleted", 0}, {"inserted", 0}};
         run.rows_written = 0;
@@ -299,13 +311,13 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     // The same rows already there: nothing is written at all (no staging
     // table, no lock on the parent).
     const std::string rows = converted_rows(parent, query);
-    const core::MultisetDigest now = spi.digest_rows(stored_rows(parent, part.rel.qualified));
+    const std::string now = rows_digest(spi, parent, stored_rows(parent, part.rel.qualified));
     RunRecord run;
     run.function = "overwrite_partition";
     run.target = parent.display;
     run.unit = part.rel.display;
-    if (now.text() == spi.digest_rows(rows).text()) {
-        const auto unchanged = static_cast<std::int64_t>(now.count());
+    if (now == rows_digest(spi, parent, rows)) {
+        const auto unchanged = static_cast<std::int64_t>(core::digest_text_count(now));
         run.action = "skipped";
         run.counts = {{"unchanged", unchanged}};
         run.rows_written = 0;
@@ -319,8 +331,8 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
                        : rewrite_in_place(spi, parent, part, rows));
     run.action = mode == "swap" ? "swapped" : "rewritten";
     // The old rows went with them (deleted in place, or with the old table).
-    run.counts = {{"replaced", static_cast<std::int64_t>(now.count())}, {"inserted", written}};
-    run.rows_written = static_cast<std::int64_t>(now.count()) + written;
+    run.counts = {{"replaced", static_cast<std::int64_t>(core::digest_text_count(now))}, {"inserted", written}};
+    run.rows_written = static_cast<std::int64_t>(core::digest_text_count(now)) + written;
     run.changed = true;
     record_run(spi, clock, run);
     pg::return_text_rows(fcinfo, {{run.action, std::to_string(written)}});

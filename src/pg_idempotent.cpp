@@ -13,6 +13,7 @@
 #include "swap_partition.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
+#include "pg/digest_aggregate.hpp"
 #include "pg/settings.hpp"
 
 namespace pg = pg_idempotent::pg;
@@ -52,6 +53,11 @@ PG_FUNCTION_INFO_V1(idem_checksum);
 PG_FUNCTION_INFO_V1(idem_checksum_query);
 PG_FUNCTION_INFO_V1(idem_diff);
 PG_FUNCTION_INFO_V1(idem__row_digest);
+PG_FUNCTION_INFO_V1(idem__digest_agg_add);
+PG_FUNCTION_INFO_V1(idem__digest_agg_combine);
+PG_FUNCTION_INFO_V1(idem__digest_agg_serialize);
+PG_FUNCTION_INFO_V1(idem__digest_agg_deserialize);
+PG_FUNCTION_INFO_V1(idem__digest_agg_final);
 PG_FUNCTION_INFO_V1(idem__boundary_probe);
 PG_FUNCTION_INFO_V1(idem_merge);
 PG_FUNCTION_INFO_V1(idem_merge_query);
@@ -118,6 +124,17 @@ Datum idem_diff(PG_FUNCTION_ARGS)
         return Datum(0);
     });
 }
+
+// The support functions of the aggregate idem._digest_agg. They do not go
+// through cpp_entry: the transition runs once per row, and all five are
+// C-style PostgreSQL code with nothing to unwind (no C++ object with a
+// destructor in their frames, only noexcept hashing); see
+// pg/digest_aggregate.hpp.
+Datum idem__digest_agg_add(PG_FUNCTION_ARGS) { return pg::digest_agg_transition(fcinfo); }
+Datum idem__digest_agg_combine(PG_FUNCTION_ARGS) { return pg::digest_agg_combine(fcinfo); }
+Datum idem__digest_agg_serialize(PG_FUNCTION_ARGS) { return pg::digest_agg_serialize(fcinfo); }
+Datum idem__digest_agg_deserialize(PG_FUNCTION_ARGS) { return pg::digest_agg_deserialize(fcinfo); }
+Datum idem__digest_agg_final(PG_FUNCTION_ARGS) { return pg::digest_agg_final(fcinfo); }
 
 Datum idem__row_digest(PG_FUNCTION_ARGS)
 {

@@ -48,6 +48,29 @@ void MultisetDigest::merge(const MultisetDigest& other) noexcept
     count_ += other.count_;
 }
 
+MultisetDigest MultisetDigest::from_parts(const Digest128& sum, std::uint64_t count) noexcept
+{
+    MultisetDigest d;
+    d.sum_ = sum;
+    d.count_ = count;
+    return d;
+}
+
+std::uint64_t digest_text_count(const std::string& text) noexcept
+{
+    const std::string prefix = std::string(kChecksumFormat) + ":";
+    if (text.compare(0, prefix.size(), prefix) != 0)
+        return 0;
+    std::uint64_t count = 0;
+    std::size_t i = prefix.size();
+    bool digits = false;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+        count = count * 10 + static_cast<std::uint64_t>(text[i] - '0');
+        digits = true;
+    }
+    return digits && i < text.size() && text[i] == ':' ? count : 0;
+}
+
 std::string MultisetDigest::text() const
 {
     std::string out = kChecksumFormat;

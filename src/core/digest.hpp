@@ -35,8 +35,12 @@ class MultisetDigest {
 public:
     // Adds one row. noexcept: called from PostgreSQL's executor callbacks.
     void add(const Digest128& row) noexcept;
-    // Combines two partial digests (e.g. of two partitions).
+    // Combines two partial digests (e.g. of two partitions, or of the parts
+    // parallel workers read).
     void merge(const MultisetDigest& other) noexcept;
+    // A digest from its two parts, as sum() and count() gave them (a partial
+    // state sent from a parallel worker).
+    static MultisetDigest from_parts(const Digest128& sum, std::uint64_t count) noexcept;
 
     std::uint64_t count() const noexcept { return count_; }
     Digest128 sum() const noexcept { return sum_; }
@@ -48,6 +52,10 @@ private:
     Digest128 sum_{};
     std::uint64_t count_ = 0;
 };
+
+// The row count a checksum text ("v1:<count>:<hex>") records; 0 for a text
+// of another shape.
+std::uint64_t digest_text_count(const std::string& text) noexcept;
 
 // The prefix every checksum text starts with; bump it when the image changes.
 inline constexpr const char* kChecksumFormat = "v1";

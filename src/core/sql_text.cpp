@@ -21,6 +21,18 @@ std::string select_columns(const std::vector<std::string>& quoted_columns,
     return "SELECT " + join(quoted_columns) + " FROM " + qualified_relation;
 }
 
+std::string digest_aggregate_sql(const std::string& statement, std::size_t column_count)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> arguments;
+    for (std::size_t i = 1; i <= column_count; ++i) {
+        names.push_back("c" + std::to_string(i));
+        arguments.push_back("idem_rows.c" + std::to_string(i));
+    }
+    return "SELECT idem._digest_agg(" + join(arguments) + ") FROM (\n" + statement + "\n) AS idem_rows (" +
+           join(names) + ")";
+}
+
 std::string identifier_with_suffix(const std::string& name, const std::string& suffix)
 {
     constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1

@@ -43,4 +43,12 @@ std::string index_definition_on(const std::string& definition, const std::string
 // and is the syntax error it would be in any subquery.)
 std::string as_subquery(const std::string& statement);
 
+// The v1 checksum of the rows of a statement (SQL the extension wrote, which
+// returns column_count >= 1 columns) computed by the aggregate
+// idem._digest_agg, so that PostgreSQL may split the scan among parallel
+// workers. Its one row, one column is the digest text ("v1:<count>:<hex>").
+// The columns are renamed by position, so unnamed or equally named ones stay
+// distinct.
+std::string digest_aggregate_sql(const std::string& statement, std::size_t column_count);
+
 }  // namespace pg_idempotent::core

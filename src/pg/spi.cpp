@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/row_image.hpp"
+#include "core/sql_text.hpp"
 #include "pg/guard.hpp"
 #include "pg/row_digest_receiver.hpp"
 
@@ -318,6 +319,18 @@ core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Param
     });
     check_spi(rc, "SPI_execute_plan_extended");
     return digest;
+}
+
+std::string SpiSession::digest_text(const std::string& sql, std::size_t column_count)
+{
+    if (column_count > 0) {
+        auto installed = query("SELECT pg_catalog.to_regprocedure('idem._digest_agg(\"any\")') IS NOT NULL");
+        if (installed.rows.at(0).at(0).value_or("f") == "t") {
+            auto r = query(core::digest_aggregate_sql(sql, column_count));
+            return r.rows.at(0).at(0).value_or("");
+        }
+    }
+    return digest_rows(sql).text();
 }
 
 void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,

@@ -86,6 +86,14 @@ public:
     // is welcome here: it must be a single statement that returns rows.
     core::MultisetDigest digest_rows(const std::string& sql, const Params& params = {});
 
+    // The digest text of the rows of a SELECT the extension built, with
+    // column_count columns: computed by the aggregate idem._digest_agg, so
+    // PostgreSQL may split the scan among parallel workers. The same text as
+    // digest_rows(sql).text(), which it falls back to for zero columns, and
+    // while the database's SQL objects predate the aggregate (a newer module
+    // before ALTER EXTENSION ... UPDATE).
+    std::string digest_text(const std::string& sql, std::size_t column_count);
+
     // Runs a statement and returns its rows as the result set of the calling
     // set-returning function (materialize mode; column types must match).
     // hide_statement: the SQL is the extension's own (possibly long); errors

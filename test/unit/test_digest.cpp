@@ -18,6 +18,7 @@ namespace {
 
 using pg_idempotent::core::Digest128;
 using pg_idempotent::core::kChecksumFormat;
+using pg_idempotent::core::digest_text_count;
 using pg_idempotent::core::MultisetDigest;
 using pg_idempotent::core::to_bytes;
 using pg_idempotent::core::to_hex;
@@ -250,6 +251,48 @@ TEST(Multiset, CountIsInTheText)
         m.add(Digest128{0, 0});  // all-zero hashes: only the count moves
         EXPECT_EQ(m.text(), "v1:" + std::to_string(i) + ":00000000000000000000000000000000");
     }
+}
+
+// A parallel worker's partial digest travels as its sum and count: rebuilt
+// from those parts it is the same digest, and merges as the original would.
+TEST(Multiset, FromPartsRestoresTheDigest)
+{
+    MultisetDigest a;
+    a.add(Digest128{0x0123456789abcdefULL, 0xfedcba9876543210ULL});
+    a.add(Digest128{~0ULL, ~0ULL});
+    const MultisetDigest restored = MultisetDigest::from_parts(a.sum(), a.count());
+    EXPECT_EQ(restored.text(), a.text());
+    EXPECT_EQ(restored.count(), 2u);
+
+    MultisetDigest b;
+    b.add(Digest128{1, 2});
+    MultisetDigest direct = a;
+    direct.merge(b);
+    MultisetDigest via_parts = MultisetDigest::from_parts(b.sum(), b.count());
+    via_parts.merge(restored);
+    EXPECT_EQ(via_parts.text(), direct.text());
+    EXPECT_EQ(MultisetDigest::from_parts(Digest128{}, 0).text(), MultisetDigest().text());
+}
+
+TEST(DigestTextCount, ReadsTheCount)
+{
+    EXPECT_EQ(digest_text_count("v1:0:00000000000000000000000000000000"), 0u);
+    EXPECT_EQ(digest_text_count("v1:1000000:ac1f862585cf8306fe271277c4cdcdde"), 1000000u);
+    MultisetDigest m;
+    for (int i = 0; i < 7; ++i)
+        m.add(Digest128{0, static_cast<std::uint64_t>(i)});
+    EXPECT_EQ(digest_text_count(m.text()), 7u);
+    EXPECT_EQ(digest_text_count("v1:18446744073709551615:0"), 18446744073709551615ULL);
+}
+
+TEST(DigestTextCount, OtherShapesAreZero)
+{
+    EXPECT_EQ(digest_text_count(""), 0u);
+    EXPECT_EQ(digest_text_count("v1:"), 0u);
+    EXPECT_EQ(digest_text_count("v1:12"), 0u);       // no second colon
+    EXPECT_EQ(digest_text_count("v1::abc"), 0u);     // no digits
+    EXPECT_EQ(digest_text_count("v2:12:abc"), 0u);   // another format
+    EXPECT_EQ(digest_text_count("v1:1x:abc"), 0u);
 }
 
 }  // namespace

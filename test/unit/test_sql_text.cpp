@@ -14,6 +14,7 @@ using pg_idempotent::core::as_subquery;
 using pg_idempotent::core::identifier_with_suffix;
 using pg_idempotent::core::retarget_definition;
 using pg_idempotent::core::index_definition_on;
+using pg_idempotent::core::digest_aggregate_sql;
 
 TEST(Join, Empty) { EXPECT_EQ(join({}), ""); }
 
@@ -50,6 +51,20 @@ TEST(SelectColumns, ZeroColumns)
     // A zero-column table still has rows: PostgreSQL accepts "SELECT FROM x",
     // and the double space is what the code writes.
     EXPECT_EQ(select_columns({}, "x"), "SELECT  FROM x");
+}
+
+TEST(DigestAggregateSql, OneArgumentPerColumnRenamedByPosition)
+{
+    EXPECT_EQ(digest_aggregate_sql("SELECT a, a FROM s.t", 2),
+              "SELECT idem._digest_agg(idem_rows.c1, idem_rows.c2) FROM (\nSELECT a, a FROM s.t\n) AS idem_rows (c1, c2)");
+    EXPECT_EQ(digest_aggregate_sql("VALUES (1)", 1),
+              "SELECT idem._digest_agg(idem_rows.c1) FROM (\nVALUES (1)\n) AS idem_rows (c1)");
+}
+
+TEST(DigestAggregateSql, ATrailingCommentCannotSwallowTheParenthesis)
+{
+    const std::string sql = digest_aggregate_sql("SELECT 1 -- one", 1);
+    EXPECT_NE(sql.find("-- one\n) AS idem_rows"), std::string::npos);
 }
 
 TEST(IdentifierWithSuffix, ShortNamesAreKept)

@@ -1,0 +1,192 @@
+#include "pg/digest_aggregate.hpp"
+
+#include <new>
+
+#include "core/digest.hpp"
+#include "core/row_image.hpp"
+#include "pg/row_digest_receiver.hpp"
+
+namespace pg_idempotent::pg {
+
+namespace {
+
+// What the per-row loop needs of one argument, read once per state.
+struct ArgumentInfo {
+    int16 typlen;
+    bool typbyval;
+};
+
+// What the transition needs for every row of one call site of the
+// aggregate, made on its first row and kept in the call's fn_extra (the
+// executor's memory for the query): the arguments' storage and the hasher.
+// The hasher carries nothing from one row to the next, so one serves every
+// group. A reset callback of that context destroys it: its destructor frees
+// the streaming state of rows longer than its buffer and calls nothing of
+// PostgreSQL.
+struct CallInfo {
+    core::RowHasher* hasher;
+    ArgumentInfo* arguments;
+    int argument_count;
+    MemoryContextCallback destroy;
+};
+
+// The transition state of one group, in the aggregate's memory context.
+struct DigestAggState {
+    core::MultisetDigest digest;
+};
+
+void destroy_hasher(void* arg)
+{
+    auto* call = static_cast<CallInfo*>(arg);
+    if (call->hasher != nullptr) {
+        call->hasher->~RowHasher();
+        call->hasher = nullptr;
+    }
+}
+
+MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
+{
+    MemoryContext context = nullptr;
+    if (!AggCheckCallContext(fcinfo, &context))
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s can only be called by the aggregate idem._digest_agg", caller),
+                        errhint("Use idem.checksum or idem.checksum_query.")));
+    return context;
+}
+
+DigestAggState* new_state(MemoryContext context)
+{
+    void* memory = MemoryContextAlloc(context, sizeof(DigestAggState));
+    return new (memory) DigestAggState();  // trivially destructible
+}
+
+// The arguments' storage, read from the types the call was planned with.
+CallInfo* call_info(FunctionCallInfo fcinfo)
+{
+    auto* call = static_cast<CallInfo*>(fcinfo->flinfo->fn_extra);
+    if (call != nullptr)
+        return call;
+    MemoryContext context = fcinfo->flinfo->fn_mcxt;
+    const int n = PG_NARGS() - 1;
+    call = static_cast<CallInfo*>(MemoryContextAllocZero(context, sizeof(CallInfo)));
+    call->argument_count = n;
+    call->arguments =
+        static_cast<ArgumentInfo*>(MemoryContextAlloc(context, sizeof(ArgumentInfo) * static_cast<Size>(n > 0 ? n : 1)));
+    for (int i = 0; i < n; ++i) {
+        const Oid type = get_fn_expr_argtype(fcinfo->flinfo, i + 1);
+        if (!OidIsValid(type))
+            elog(ERROR, "could not determine the type of argument %d of idem._digest_agg", i + 1);
+        get_typlenbyval(type, &call->arguments[i].typlen, &call->arguments[i].typbyval);
+    }
+    void* memory = MemoryContextAlloc(context, sizeof(core::RowHasher));
+    call->hasher = new (memory) core::RowHasher();  // noexcept, allocates nothing
+    call->destroy.func = destroy_hasher;
+    call->destroy.arg = call;
+    MemoryContextRegisterResetCallback(context, &call->destroy);
+    fcinfo->flinfo->fn_extra = call;
+    return call;
+}
+
+constexpr int kSerializedSize = 24;  // count, then the sum's high and low halves
+
+void put_u64le(unsigned char* out, uint64 v)
+{
+    for (int i = 0; i < 8; ++i)
+        out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+uint64 get_u64le(const unsigned char* in)
+{
+    uint64 v = 0;
+    for (int i = 7; i >= 0; --i)
+        v = (v << 8) | in[i];
+    return v;
+}
+
+}  // namespace
+
+Datum digest_agg_transition(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_add");
+    const CallInfo* call = call_info(fcinfo);
+    if (call->argument_count != PG_NARGS() - 1)
+        elog(ERROR, "idem._digest_agg: planned for %d columns, given %d", call->argument_count, PG_NARGS() - 1);
+    DigestAggState* state =
+        PG_ARGISNULL(0) ? new_state(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
+    // Detoasted copies go to the current context, which the executor resets
+    // for every input row.
+    core::RowHasher* h = call->hasher;
+    h->begin_row(static_cast<uint32>(call->argument_count));
+    for (int i = 0; i < call->argument_count; ++i) {
+        const ArgumentInfo& a = call->arguments[i];
+        feed_column_image(h, PG_GETARG_DATUM(i + 1), PG_ARGISNULL(i + 1), a.typlen, a.typbyval);
+    }
+    const core::Digest128 row = h->end_row();
+    if (!h->ok())
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
+    state->digest.add(row);
+    PG_RETURN_POINTER(state);
+}
+
+Datum digest_agg_combine(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_combine");
+    if (PG_ARGISNULL(1)) {
+        if (PG_ARGISNULL(0))
+            PG_RETURN_NULL();
+        PG_RETURN_POINTER(PG_GETARG_POINTER(0));
+    }
+    const auto* other = reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(1));
+    DigestAggState* state =
+        PG_ARGISNULL(0) ? new_state(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
+    state->digest.merge(other->digest);
+    PG_RETURN_POINTER(state);
+}
+
+Datum digest_agg_serialize(FunctionCallInfo fcinfo)
+{
+    (void)aggregate_context(fcinfo, "idem._digest_agg_serialize");
+    const auto* state = reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(0));
+    auto* out = static_cast<bytea*>(palloc(VARHDRSZ + kSerializedSize));
+    SET_VARSIZE(out, VARHDRSZ + kSerializedSize);
+    auto* p = reinterpret_cast<unsigned char*>(VARDATA(out));
+    const core::Digest128 sum = state->digest.sum();
+    put_u64le(p, state->digest.count());
+    put_u64le(p + 8, sum.hi);
+    put_u64le(p + 16, sum.lo);
+    PG_RETURN_BYTEA_P(out);
+}
+
+Datum digest_agg_deserialize(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_deserialize");
+    const bytea* in = PG_GETARG_BYTEA_PP(0);
+    if (VARSIZE_ANY_EXHDR(in) != kSerializedSize)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+                        errmsg("invalid idem._digest_agg state: %d bytes, %d expected",
+                               static_cast<int>(VARSIZE_ANY_EXHDR(in)), kSerializedSize)));
+    const auto* p = reinterpret_cast<const unsigned char*>(VARDATA_ANY(in));
+    DigestAggState* state = new_state(context);
+    core::Digest128 sum;
+    sum.hi = get_u64le(p + 8);
+    sum.lo = get_u64le(p + 16);
+    state->digest = core::MultisetDigest::from_parts(sum, get_u64le(p));
+    PG_RETURN_POINTER(state);
+}
+
+Datum digest_agg_final(FunctionCallInfo fcinfo)
+{
+    (void)aggregate_context(fcinfo, "idem._digest_agg_final");
+    // No row at all: the digest of the empty multiset.
+    const core::MultisetDigest empty;
+    const core::MultisetDigest& digest =
+        PG_ARGISNULL(0) ? empty : reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(0))->digest;
+    char text[64];
+    const core::Digest128 sum = digest.sum();
+    snprintf(text, sizeof text, "%s:%llu:%016llx%016llx", core::kChecksumFormat,
+             static_cast<unsigned long long>(digest.count()), static_cast<unsigned long long>(sum.hi),
+             static_cast<unsigned long long>(sum.lo));
+    PG_RETURN_TEXT_P(cstring_to_text(text));
+}
+
+}  // namespace pg_idempotent::pg
