@@ -17,7 +17,7 @@ PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
           src/pg/row_digest_receiver.o src/pg/identity.o src/pg/values.o src/pg/settings.o src/pg/key_row.o \
           src/pg/digest_aggregate.o
 FEATURE_OBJS = src/checksum.o src/boundary_probe.o src/merge.o src/keys.o src/usage.o src/checkpoint.o src/rerun.o src/publish.o src/overwrite.o \
-               src/partitions.o src/swap_partition.o src/history.o
+               src/partitions.o src/swap_partition.o src/history.o src/written_units.o
 OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)
 
 # 0.1.0 is the released install script and stays as it shipped; each later

@@ -55,3 +55,31 @@ CREATE AGGREGATE idem._digest_agg(VARIADIC "any") (
 );
 COMMENT ON AGGREGATE idem._digest_agg(VARIADIC "any") IS
   'Internal: the v1 checksum of the rows it aggregates, one argument per column (the text idem.checksum_query gives); parallel safe';
+
+-- ---------------------------------------------------------------------------
+-- What overwrite_partition last wrote into each partition: the digest of the
+-- rows its INSERT stored (from the INSERT's RETURNING) and the stamp those
+-- rows carry (their xmin and cmin). While every row of the partition still
+-- has that stamp, there are as many, the columns have the same shape, and
+-- fewer than 2^31 transactions have passed, the partition is unchanged, and
+-- an identical rerun compares the query's digest with this one instead of
+-- hashing the partition again: it reads only the rows' headers. Anything else
+-- falls back to hashing. See src/written_units.hpp.
+--
+-- A cache, keyed by OID: not registered with pg_extension_config_dump (after
+-- a restore the rows have other xmins, so a record could not match anyway).
+-- Closed to PUBLIC: the functions read and write it as the extension owner,
+-- so nobody can plant a record that makes a rerun skip.
+CREATE TABLE idem.written_units (
+  relid oid PRIMARY KEY,
+  shape text NOT NULL,        -- attnum:type:typmod of each column the digest reads
+  digest text NOT NULL,       -- v1 checksum of the rows written
+  row_count bigint NOT NULL,
+  row_xmin xid,               -- the rows' xmin and cmin (NULL when no row was written)
+  row_cmin cid,
+  written_by xid8 NOT NULL,   -- the writing top-level transaction
+  written_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+REVOKE ALL ON idem.written_units FROM PUBLIC;
+COMMENT ON TABLE idem.written_units IS
+  'Internal cache: what overwrite_partition last wrote into each partition (digest, row count, the rows'' xmin and cmin), so an identical rerun can prove the partition unchanged without hashing it';

@@ -138,7 +138,7 @@ $f$;
 -- the top node's counters include the SPI statements a function runs.
 CREATE FUNCTION bench_.explain_counters(sql text, OUT wal_records bigint, OUT wal_fpi bigint,
                                         OUT wal_bytes bigint, OUT dirtied bigint, OUT written bigint,
-                                        OUT ms numeric)
+                                        OUT ms numeric, OUT blocks bigint)
 LANGUAGE plpgsql AS $f$
 DECLARE
     plan json;
@@ -153,6 +153,21 @@ BEGIN
                  + coalesce((plan->0->'Plan'->>'Local Written Blocks')::bigint, 0)
                  + coalesce((plan->0->'Plan'->>'Temp Written Blocks')::bigint, 0);
     ms          := round((plan->0->>'Execution Time')::numeric, 1);
+    -- Pages read or found in shared buffers (parallel workers' included).
+    blocks      := coalesce((plan->0->'Plan'->>'Shared Hit Blocks')::bigint, 0)
+                 + coalesce((plan->0->'Plan'->>'Shared Read Blocks')::bigint, 0)
+                 + coalesce((plan->0->'Plan'->>'Local Hit Blocks')::bigint, 0)
+                 + coalesce((plan->0->'Plan'->>'Local Read Blocks')::bigint, 0);
+END
+$f$;
+
+-- Runs a query to its end and discards its rows in the server (EXPLAIN
+-- ANALYZE sends them nowhere: no copy, no client): the cost of running
+-- the query itself, for a baseline.
+CREATE FUNCTION bench_.run_discarding(q text) RETURNS void
+LANGUAGE plpgsql AS $f$
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY OFF) ' || q;
 END
 $f$;
 SQL

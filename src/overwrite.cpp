@@ -3,6 +3,7 @@
 #include "history.hpp"
 #include "partitions.hpp"
 #include "swap_partition.hpp"
+#include "written_units.hpp"
 #include "core/digest.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
@@ -138,19 +139,23 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
     // One statement: foreign keys that reference the rows (NO ACTION) are
     // checked at its end, when the rows with the same keys are back. The
     // INSERT reads the DELETE's count first (a one-time filter), so the old
-    // rows are gone before the first new one meets a unique index.
-    std::uint64_t inserted = 0;
+    // rows are gone before the first new one meets a unique index. Its
+    // RETURNING streams the rows as stored (after any BEFORE trigger) into a
+    // digest, which the record of the partition keeps for the next rerun.
+    core::MultisetDigest written;
     auto failed = pg::try_in_subtransaction([&] {
-        inserted = spi.execute("WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) INSERT INTO " +
-                               part.rel.qualified + " (" + insert_columns(parent) + ") SELECT * FROM (" + rows +
-                               ") AS r WHERE (SELECT pg_catalog.count(*) FROM idem_deleted) OPERATOR(pg_catalog.>=) 0");
+        written = spi.digest_rows("WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) INSERT INTO " +
+                                  part.rel.qualified + " (" + insert_columns(parent) + ") SELECT * FROM (" + rows +
+                                  ") AS r WHERE (SELECT pg_catalog.count(*) FROM idem_deleted) OPERATOR(pg_catalog.>=) 0"
+                                  " RETURNING " + insert_columns(parent));
     });
     if (failed) {
         if (pg::error_sqlstate(*failed) != "23514")
             throw *failed;
         explain_rows_outside(spi, part, rows, *failed);
     }
-    return inserted;
+    record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.text());
+    return written.count();
 }
 
 // Mode 'swap': a staging table shaped like the partition (same columns, NOT
@@ -168,12 +173,15 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
     spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging + " (LIKE " +
                 part.rel.qualified + " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
                 ts.rows.at(0).at(0).value_or(""));
-    const std::uint64_t inserted =
-        spi.execute("INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + rows);
+    const core::MultisetDigest written = spi.digest_rows("INSERT INTO " + staging + " (" + insert_columns(parent) + ") " +
+                                                         rows + " RETURNING " + insert_columns(parent));
     auto oid = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(staging)});
-    swap_into(spi, part, static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0"))), keep_old, lock_timeout,
-              "the query");
-    return inserted;
+    const auto staging_oid = static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0")));
+    swap_into(spi, part, staging_oid, keep_old, lock_timeout, "the query");
+    // The staging table is the partition now, under its name.
+    const pg::Relation swapped = pg::describe_relation(staging_oid);
+    record_written_unit(spi, swapped, unit_shape(parent, swapped), written.text());
+    return written.count();
 }
 
 }  // namespace
@@ -311,7 +319,11 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     // The same rows already there: nothing is written at all (no staging
     // table, no lock on the parent).
     const std::string rows = converted_rows(parent, query);
-    const std::string now = rows_digest(spi, parent, stored_rows(parent, part.rel.qualified));
+    // The partition's digest: from the record of what this function last
+    // wrote there, when the rows prove untouched since; else by hashing them.
+    const std::optional<std::string> witnessed = witnessed_digest(spi, part.rel, unit_shape(parent, part.rel));
+    const std::string now =
+        witnessed ? *witnessed : rows_digest(spi, parent, stored_rows(parent, part.rel.qualified));
     RunRecord run;
     run.function = "overwrite_partition";
     run.target = parent.display;

@@ -518,6 +518,32 @@ ROW(ROW(1, ROW(2)), ARRAY[ROW(1, 'a')::fx_comp])
 (SELECT n FROM fx_nocols n)
 SQL
 
+# idem._digest_agg(VARIADIC "any"): one column per argument, of any kind
+# (an untyped literal arrives as unknown, a cstring).
+$type_pool{'"any"'} = pool(<<'SQL');
+1
+NULL::int
+NULL
+'text'
+repeat('x', 1048576)
+ROW(1, 'a')
+ARRAY[1, NULL]
+'2024-07-07'::date
+(SELECT p FROM fx_plain p WHERE id = 1)
+SQL
+
+# The aggregate's support functions take internal, which SQL cannot make:
+# every call is refused (42883 or 42846) before it runs.
+$type_pool{internal} = pool(<<'SQL');
+NULL
+NULL::internal
+SQL
+$type_pool{bytea} = pool(<<'SQL');
+'\x00'::bytea
+'\x'::bytea
+NULL::bytea
+SQL
+
 # anyelement: one family of values per call, so that several anyelement
 # arguments of a call agree (a mix is tried too).
 my %family = (

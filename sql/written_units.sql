@@ -1,0 +1,169 @@
+-- idem.written_units: after overwrite_partition writes a partition, it keeps
+-- the digest of the rows it stored and their stamp (xmin, cmin). A rerun
+-- trusts that digest instead of hashing the partition only while every row
+-- still carries the stamp, the count and the columns are the same; any
+-- change falls back to hashing.
+--
+-- The probe: plant a wrong digest in the record (same count). A rerun that
+-- trusts the record sees a difference and rewrites; a rerun that rejects it
+-- hashes the partition, finds the query's rows, and skips.
+CREATE TABLE wu (day date NOT NULL, id int NOT NULL, v text) PARTITION BY RANGE (day);
+CREATE TABLE wu_0707 PARTITION OF wu FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE TABLE wu_src AS SELECT '2024-07-07'::date AS day, g AS id, 'v' || g AS v FROM generate_series(1, 100) g;
+CREATE FUNCTION wu_plant_wrong_digest(rel regclass) RETURNS text LANGUAGE sql AS $$
+  UPDATE idem.written_units
+     SET digest = 'v1:' || row_count || ':ffffffffffffffffffffffffffffffff'
+   WHERE relid = rel RETURNING 'planted'
+$$;
+CREATE FUNCTION wu_rerun() RETURNS text LANGUAGE sql AS $$
+  SELECT action FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src')
+$$;
+
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src');
+-- The record: the partition's own checksum, its count, the rows' stamp.
+SELECT row_count, digest = idem.checksum('wu_0707') AS digest_is_the_partitions,
+       row_xmin IS NOT NULL AND row_cmin IS NOT NULL AS stamped,
+       (SELECT count(DISTINCT xmin::text || '/' || cmin::text) FROM wu_0707) AS stamps_in_partition,
+       written_by = (SELECT transaction_id FROM idem.run_history ORDER BY id DESC LIMIT 1) AS written_by_the_run
+  FROM idem.written_units WHERE relid = 'wu_0707'::regclass;
+SELECT wu_rerun() AS identical_rerun;
+-- Trusted: the planted digest wins, so the rerun rewrites (and records anew).
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_record;
+SELECT wu_rerun() AS after_fresh_record;
+
+-- Each change below makes the record unusable: the planted digest is
+-- ignored, the partition is hashed, and the identical rerun skips. Before
+-- each, wu_fresh() makes a fresh record (it empties the partition by hand,
+-- so the rerun rewrites it) and the probe shows it trusted.
+CREATE FUNCTION wu_fresh() RETURNS text LANGUAGE sql AS $$
+  DELETE FROM wu_0707;
+  SELECT wu_plant_wrong_digest('wu_0707') || ', then ' || wu_rerun();
+  SELECT wu_plant_wrong_digest('wu_0707') || ', then ' || wu_rerun();
+$$;
+-- An UPDATE that changes nothing still makes a new row version.
+SELECT wu_fresh() AS trusted_before;
+UPDATE wu SET v = v WHERE id = 1;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_noop_update;
+-- A skip writes nothing, so the record stays unusable until a write.
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS still_unusable;
+-- A row deleted and put back as it was.
+SELECT wu_fresh() AS trusted_before;
+DELETE FROM wu WHERE id = 2;
+INSERT INTO wu VALUES ('2024-07-07', 2, 'v2');
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_delete_and_insert;
+-- A DELETE that rolled back leaves its command id in the row.
+SELECT wu_fresh() AS trusted_before;
+BEGIN;
+DELETE FROM wu WHERE id = 3;
+ROLLBACK;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_rolled_back_delete;
+-- A row deleted, and gone from the source too: the same rows as the query,
+-- but one stamped row fewer than recorded.
+SELECT wu_fresh() AS trusted_before;
+DELETE FROM wu WHERE id = 100;
+DELETE FROM wu_src WHERE id = 100;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_a_row_fewer;
+INSERT INTO wu_src VALUES ('2024-07-07', 100, 'v100');
+-- A row added and deleted again by hand leaves the stamped rows as they
+-- were: the record still holds.
+SELECT wu_fresh() AS trusted_before;
+INSERT INTO wu VALUES ('2024-07-07', 101, 'extra');
+DELETE FROM wu WHERE id = 101;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS still_trusted_after_add_and_delete;
+-- The same transaction changes a row after its write.
+SELECT wu_fresh() AS trusted_before;
+BEGIN;
+UPDATE wu_src SET v = 'in a transaction' WHERE id = 9;
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src');
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_in_the_transaction;
+UPDATE wu SET v = v WHERE id = 4;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS same_transaction_update;
+UPDATE wu_src SET v = 'v9' WHERE id = 9;
+COMMIT;
+-- Rows truncated and loaded again by hand, the same values.
+SELECT wu_fresh() AS trusted_before;
+TRUNCATE wu_0707;
+INSERT INTO wu SELECT * FROM wu_src;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_truncate_and_load;
+-- A column added without a table rewrite: another shape.
+SELECT wu_fresh() AS trusted_before;
+ALTER TABLE wu ADD COLUMN extra int DEFAULT 0;
+SELECT wu_plant_wrong_digest('wu_0707'),
+       (SELECT action FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT *, 0 FROM wu_src')) AS after_add_column;
+ALTER TABLE wu DROP COLUMN extra;
+-- A column retyped without a rewrite (varchar widened): another shape.
+ALTER TABLE wu ALTER COLUMN v TYPE varchar(20);
+SELECT wu_fresh() AS trusted_before;
+ALTER TABLE wu ALTER COLUMN v TYPE varchar(30);
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_widening;
+ALTER TABLE wu ALTER COLUMN v TYPE text;
+-- A column dropped (the partition keeps the dropped column's attnum).
+ALTER TABLE wu ADD COLUMN extra int;
+DELETE FROM wu_0707;
+SELECT action AS fresh_record FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT *, NULL::int FROM wu_src');
+SELECT wu_plant_wrong_digest('wu_0707'),
+       (SELECT action FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT *, NULL::int FROM wu_src')) AS trusted;
+ALTER TABLE wu DROP COLUMN extra;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_drop_column;
+
+-- Mode 'swap': the record follows the new partition; the old one's goes.
+UPDATE wu_src SET v = 'swapped' WHERE id = 7;
+SELECT oid AS old_partition FROM pg_class WHERE oid = 'wu_0707'::regclass \gset
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src', mode => 'swap');
+SELECT relid = 'wu_0707'::regclass AS follows_the_new_partition, relid <> :old_partition AS not_the_old_one,
+       digest = idem.checksum('wu_0707') AS digest_is_the_partitions
+  FROM idem.written_units WHERE relid IN ('wu_0707'::regclass, :old_partition);
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_after_swap;
+
+-- No rows: the record is a count of zero.
+CREATE TABLE wu_0708 PARTITION OF wu FOR VALUES FROM ('2024-07-08') TO ('2024-07-09');
+INSERT INTO wu VALUES ('2024-07-08', 1, 'to be replaced by nothing');
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-08'::date, 'SELECT * FROM wu_src WHERE false');
+SELECT row_count, row_xmin IS NULL AS no_stamp FROM idem.written_units WHERE relid = 'wu_0708'::regclass;
+SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, 'SELECT * FROM wu_src WHERE false') AS empty_rerun;
+SELECT wu_plant_wrong_digest('wu_0708'),
+       (SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, 'SELECT * FROM wu_src WHERE false')) AS trusted_empty;
+INSERT INTO wu VALUES ('2024-07-08', 1, 'by hand');
+SELECT wu_plant_wrong_digest('wu_0708'),
+       (SELECT row_count FROM idem.overwrite_partition('wu', '2024-07-08'::date, 'SELECT * FROM wu_src WHERE false')) AS row_by_hand_removed;
+
+-- A BEFORE trigger changes the rows as they are stored: the record holds
+-- what was stored (RETURNING), so the rerun sees the query differs.
+CREATE FUNCTION wu_upper() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN NEW.v := upper(NEW.v); RETURN NEW; END $$;
+CREATE TRIGGER wu_upper BEFORE INSERT ON wu_0708 FOR EACH ROW EXECUTE FUNCTION wu_upper();
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, v FROM wu_src WHERE id <= 3$q$);
+SELECT digest = idem.checksum('wu_0708') AS digest_is_the_stored_rows FROM idem.written_units WHERE relid = 'wu_0708'::regclass;
+SELECT v FROM wu_0708 ORDER BY id;
+SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, v FROM wu_src WHERE id <= 3$q$) AS query_differs_from_stored;
+SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, upper(v) FROM wu_src WHERE id <= 3$q$) AS stored_rows_skip;
+DROP TRIGGER wu_upper ON wu_0708;
+
+-- Privileges: the record is closed to callers; a caller with only column
+-- privileges (it cannot read xmin) leaves no record, and reruns hash.
+CREATE ROLE wu_etl;
+GRANT USAGE ON SCHEMA public TO wu_etl;
+GRANT SELECT ON wu_src TO wu_etl;
+GRANT SELECT (day, id, v), INSERT, DELETE ON wu, wu_0707 TO wu_etl;
+UPDATE wu_src SET v = 'by etl' WHERE id = 8;
+SET ROLE wu_etl;
+SELECT show_error('SELECT * FROM idem.written_units');
+SELECT show_error('DELETE FROM idem.written_units');
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src');
+SELECT action FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src') AS etl_rerun;
+RESET ROLE;
+SELECT count(*) AS records_of_wu_0707 FROM idem.written_units WHERE relid = 'wu_0707'::regclass;
+SELECT wu_rerun() AS superuser_rerun_hashes;
+
+DROP TABLE wu, wu_src;
+DROP FUNCTION wu_plant_wrong_digest(regclass), wu_rerun(), wu_fresh(), wu_upper();
+REVOKE ALL ON SCHEMA public FROM wu_etl;
+DROP ROLE wu_etl;
+-- The records of dropped partitions go with the next write.
+CREATE TABLE wu2 (day date NOT NULL, n int) PARTITION BY RANGE (day);
+CREATE TABLE wu2_0707 PARTITION OF wu2 FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+SELECT * FROM idem.overwrite_partition('wu2', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 1');
+SELECT count(*) FILTER (WHERE relid = 'wu2_0707'::regclass) AS records_of_wu2,
+       count(*) FILTER (WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = relid)) AS records_of_dropped_relations
+  FROM idem.written_units;
+DROP TABLE wu2;

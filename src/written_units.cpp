@@ -1,0 +1,122 @@
+#include "written_units.hpp"
+
+#include "core/digest.hpp"
+#include "core/sql_text.hpp"
+#include "pg/identity.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::Param;
+
+// A module newer than the installed SQL (before ALTER EXTENSION ... UPDATE)
+// has no table to read or write: it hashes, as 0.3.0 did.
+bool installed() { return pg::relation_exists("idem", "written_units"); }
+
+// Reading xmin and cmin needs SELECT on the whole table, which column
+// privileges do not give. Checked as the caller, who then reads them.
+bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
+{
+    auto allowed = spi.query("SELECT pg_catalog.has_table_privilege($1, 'SELECT')::pg_catalog.text",
+                             {Param::of_oid(unit.oid)});
+    return allowed.rows.at(0).at(0).value_or("") == "true";
+}
+
+}  // namespace
+
+std::string unit_shape(const pg::Relation& parent, const pg::Relation& unit)
+{
+    std::string shape;
+    for (const auto& p : parent.columns) {
+        if (p.generated != '\0')
+            continue;
+        const pg::Column* found = nullptr;
+        for (const auto& c : unit.columns)
+            if (c.name == p.name)
+                found = &c;
+        if (found == nullptr)
+            return "";  // not the parent's columns: never matches a record
+        shape += std::to_string(found->number) + ":" + std::to_string(found->type_oid) + ":" +
+                 std::to_string(found->typmod) + ";";
+    }
+    return shape;
+}
+
+std::optional<std::string> witnessed_digest(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape)
+{
+    if (shape.empty() || !installed())
+        return std::nullopt;
+    pg::QueryResult record;
+    pg::as_extension_owner([&] {
+        record = spi.query_saved(
+            "SELECT w.digest, w.row_count::pg_catalog.text, w.row_xmin::pg_catalog.text, w.row_cmin::pg_catalog.text"
+            " FROM idem.written_units w"
+            " WHERE w.relid OPERATOR(pg_catalog.=) $1 AND w.shape OPERATOR(pg_catalog.=) $2"
+            // No 32-bit xid reused since: fewer than 2^31 transactions later.
+            "   AND pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::pg_catalog.numeric"
+            "       OPERATOR(pg_catalog.-) w.written_by::pg_catalog.text::pg_catalog.numeric"
+            "       OPERATOR(pg_catalog.<) 2147483648",
+            {Param::of_oid(unit.oid), Param::of_text(shape)});
+    });
+    if (record.rows.empty() || !may_read_stamps(spi, unit))
+        return std::nullopt;
+    const auto& r = record.rows.at(0);
+    const std::string digest = r.at(0).value_or("");
+    const std::string expected = r.at(1).value_or("-1");
+    // As the caller: the rows it sees, and how many carry the stamp.
+    pg::QueryResult seen;
+    if (r.at(2).has_value() && r.at(3).has_value()) {
+        seen = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text, pg_catalog.count(*) FILTER (WHERE"
+                         " xmin OPERATOR(pg_catalog.=) $1::pg_catalog.xid AND cmin OPERATOR(pg_catalog.=) $2::pg_catalog.cid"
+                         ")::pg_catalog.text FROM ONLY " + unit.qualified,
+                         {Param::of_text(r.at(2)), Param::of_text(r.at(3))});
+    } else {
+        seen = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text, '0' FROM ONLY " + unit.qualified);
+    }
+    const std::string total = seen.rows.at(0).at(0).value_or("");
+    const std::string stamped = seen.rows.at(0).at(1).value_or("");
+    if (total != expected || stamped != (r.at(2).has_value() ? expected : std::string("0")))
+        return std::nullopt;
+    if (std::to_string(core::digest_text_count(digest)) != expected)
+        return std::nullopt;
+    return digest;
+}
+
+void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape,
+                         const std::string& digest)
+{
+    if (!installed())
+        return;
+    // The stamp of the rows just inserted: they are all the rows there are.
+    // (Read as the caller, who wrote them.) Without it, only the old record
+    // goes.
+    const bool witnessed = !shape.empty() && may_read_stamps(spi, unit);
+    std::optional<std::string> xmin;
+    std::optional<std::string> cmin;
+    if (witnessed) {
+        auto stamp =
+            spi.query("SELECT xmin::pg_catalog.text, cmin::pg_catalog.text FROM ONLY " + unit.qualified + " LIMIT 1");
+        if (!stamp.rows.empty()) {
+            xmin = stamp.rows.at(0).at(0);
+            cmin = stamp.rows.at(0).at(1);
+        }
+    }
+    pg::as_extension_owner([&] {
+        // Records of relations that are gone (old partitions dropped by a
+        // swap) go at the same time: the table stays as small as the set of
+        // partitions written.
+        spi.query_saved("DELETE FROM idem.written_units w WHERE w.relid OPERATOR(pg_catalog.=) $1"
+                        " OR NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) w.relid)",
+                        {Param::of_oid(unit.oid)});
+        if (!witnessed)
+            return;
+        spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by)"
+                        " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid, pg_catalog.pg_current_xact_id())",
+                        {Param::of_oid(unit.oid), Param::of_text(shape), Param::of_text(digest),
+                         Param::of_int8(static_cast<std::int64_t>(core::digest_text_count(digest))), Param::of_text(xmin),
+                         Param::of_text(cmin)});
+    });
+}
+
+}  // namespace pg_idempotent
