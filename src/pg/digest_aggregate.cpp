@@ -10,7 +10,7 @@ namespace pg_idempotent::pg {
 
 namespace {
 
-// What the per-row loop needs of one argument, read once per state.
+// What the per-row loop needs of one argument, read once per call site.
 struct ArgumentInfo {
     int16 typlen;
     bool typbyval;
