@@ -15,7 +15,7 @@ EXTVERSION = 0.4.0
 CORE_OBJS = src/core/digest.o src/core/md5.o src/core/row_image.o src/core/sql_text.o src/core/merge_sql.o
 PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
           src/pg/row_digest_receiver.o src/pg/identity.o src/pg/values.o src/pg/settings.o src/pg/key_row.o \
-          src/pg/digest_aggregate.o
+          src/pg/digest_aggregate.o src/pg/stamp_scan.o
 FEATURE_OBJS = src/checksum.o src/boundary_probe.o src/merge.o src/keys.o src/usage.o src/checkpoint.o src/rerun.o src/publish.o src/overwrite.o \
                src/partitions.o src/swap_partition.o src/history.o src/written_units.o
 OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)

@@ -3,6 +3,7 @@
 #include "core/digest.hpp"
 #include "core/sql_text.hpp"
 #include "pg/identity.hpp"
+#include "pg/stamp_scan.hpp"
 
 namespace pg_idempotent {
 
@@ -64,20 +65,19 @@ std::optional<std::string> witnessed_digest(pg::SpiSession& spi, const pg::Relat
     const auto& r = record.rows.at(0);
     const std::string digest = r.at(0).value_or("");
     const std::string expected = r.at(1).value_or("-1");
-    // As the caller: the rows it sees, and how many carry the stamp.
-    pg::QueryResult seen;
+    // The rows the caller sees, and how many carry the stamp: a scan of the
+    // rows' headers (see pg/stamp_scan.hpp).
     if (r.at(2).has_value() && r.at(3).has_value()) {
-        seen = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text, pg_catalog.count(*) FILTER (WHERE"
-                         " xmin OPERATOR(pg_catalog.=) $1::pg_catalog.xid AND cmin OPERATOR(pg_catalog.=) $2::pg_catalog.cid"
-                         ")::pg_catalog.text FROM ONLY " + unit.qualified,
-                         {Param::of_text(r.at(2)), Param::of_text(r.at(3))});
+        const auto seen = pg::count_stamped_rows(unit.oid, static_cast<std::uint32_t>(std::stoul(*r.at(2))),
+                                                 static_cast<std::uint32_t>(std::stoul(*r.at(3))));
+        if (!seen || std::to_string(seen->rows) != expected || std::to_string(seen->stamped) != expected)
+            return std::nullopt;
     } else {
-        seen = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text, '0' FROM ONLY " + unit.qualified);
+        // No row was written: the record holds while there is none.
+        auto seen = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM ONLY " + unit.qualified);
+        if (seen.rows.at(0).at(0).value_or("") != expected)
+            return std::nullopt;
     }
-    const std::string total = seen.rows.at(0).at(0).value_or("");
-    const std::string stamped = seen.rows.at(0).at(1).value_or("");
-    if (total != expected || stamped != (r.at(2).has_value() ? expected : std::string("0")))
-        return std::nullopt;
     if (std::to_string(core::digest_text_count(digest)) != expected)
         return std::nullopt;
     return digest;
