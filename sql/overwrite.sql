@@ -155,3 +155,22 @@ SELECT * FROM idem.replace_where('o_types_flat', 'k = 1', $$SELECT 1, 1.00, 'x',
 SELECT * FROM idem.replace_where('o_types_flat', 'k = 1', $$SELECT 1, 1.00, NULL, 'x'$$) AS columns_swapped;
 SELECT * FROM idem.replace_where('o_types_flat', 'k = 1', $$SELECT 1, 1.00, NULL, 'x'$$) AS rerun;
 SELECT k, n::text, a, b FROM o_types_flat;
+
+-- The query may read the unit it replaces (recompute it from itself): it
+-- sees the rows as they were before the call, since the delete and the
+-- insert are one statement. Nothing is lost.
+CREATE TABLE o_self (day date NOT NULL, id int, v text) PARTITION BY RANGE (day);
+CREATE TABLE o_self_0707 PARTITION OF o_self FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+INSERT INTO o_self VALUES ('2024-07-07', 1, 'a'), ('2024-07-07', 2, 'b'), ('2024-07-07', 2, 'b');
+SELECT * FROM idem.overwrite_partition('o_self', '2024-07-07'::date,
+  $$SELECT DISTINCT day, id, v FROM o_self WHERE day = '2024-07-07'$$) AS deduplicated_from_itself;
+SELECT id, v FROM o_self ORDER BY id;
+SELECT * FROM idem.overwrite_partition('o_self', '2024-07-07'::date,
+  $$SELECT day, id, upper(v) FROM o_self_0707$$, mode => 'swap') AS swapped_from_itself;
+SELECT id, v FROM o_self ORDER BY id;
+CREATE TABLE o_self_flat (id int, v text);
+INSERT INTO o_self_flat VALUES (1, 'a'), (2, 'b'), (3, 'other unit');
+SELECT * FROM idem.replace_where('o_self_flat', 'id <= 2', $$SELECT id, v || 'x' FROM o_self_flat WHERE id <= 2$$)
+  AS recomputed_from_itself;
+SELECT * FROM o_self_flat ORDER BY id;
+DROP TABLE o_self, o_self_flat;

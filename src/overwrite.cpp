@@ -84,22 +84,6 @@ std::string rows_digest(pg::SpiSession& spi, const pg::Relation& shape, const st
     return spi.digest_text(sql, columns);
 }
 
-// Whether a foreign key references rel (or, for a partition, one of its
-// ancestors). Only then must the old rows go and the new ones come in one
-// statement, so that the key (NO ACTION) is checked once the rows with the
-// same keys are back. Without one, a DELETE and then an INSERT do the same
-// without keeping every deleted row in a CTE's tuplestore (which spills to
-// disk beyond work_mem: about 0.5 s for 1M rows).
-bool referenced_by_foreign_keys(pg::SpiSession& spi, std::uint32_t rel)
-{
-    auto r = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint c"
-                       " WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.confrelid OPERATOR(pg_catalog.=) ANY ("
-                       "  SELECT a.relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors($1::pg_catalog.regclass) a"
-                       "  UNION ALL SELECT $1))::pg_catalog.text",
-                       {Param::of_oid(rel)});
-    return r.rows.at(0).at(0).value_or("true") == "true";
-}
-
 std::int64_t count_of(pg::SpiSession& spi, const std::string& sql)
 {
     auto r = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + sql + ") AS c");
@@ -152,27 +136,18 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
 std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                                const std::string& rows)
 {
-    // The INSERT's RETURNING streams the rows as stored (after any BEFORE
-    // trigger) into a digest, which the record of the partition keeps for
-    // the next rerun.
-    const std::string returning = " RETURNING " + insert_columns(parent);
-    const bool referenced = referenced_by_foreign_keys(spi, part.rel.oid);
+    // One statement: foreign keys that reference the rows (NO ACTION) are
+    // checked at its end, when the rows with the same keys are back. The
+    // INSERT reads the DELETE's count first (a one-time filter), so the old
+    // rows are gone before the first new one meets a unique index. Its
+    // RETURNING streams the rows as stored (after any BEFORE trigger) into a
+    // digest, which the record of the partition keeps for the next rerun.
     core::MultisetDigest written;
     auto failed = pg::try_in_subtransaction([&] {
-        if (!referenced) {
-            spi.execute("DELETE FROM " + part.rel.qualified);
-            written = spi.digest_rows("INSERT INTO " + part.rel.qualified + " (" + insert_columns(parent) + ") " + rows +
-                                      returning);
-            return;
-        }
-        // One statement: foreign keys that reference the rows (NO ACTION)
-        // are checked at its end, when the rows with the same keys are back.
-        // The INSERT reads the DELETE's count first (a one-time filter), so
-        // the old rows are gone before the first new one meets a unique index.
         written = spi.digest_rows("WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) INSERT INTO " +
                                   part.rel.qualified + " (" + insert_columns(parent) + ") SELECT * FROM (" + rows +
-                                  ") AS r WHERE (SELECT pg_catalog.count(*) FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" +
-                                  returning);
+                                  ") AS r WHERE (SELECT pg_catalog.count(*) FROM idem_deleted) OPERATOR(pg_catalog.>=) 0"
+                                  " RETURNING " + insert_columns(parent));
     });
     if (failed) {
         if (pg::error_sqlstate(*failed) != "23514")
@@ -251,30 +226,21 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
         spi.finish();
         return;
     }
-    std::int64_t deleted = 0;
-    std::int64_t inserted = 0;
-    if (!referenced_by_foreign_keys(spi, target_oid)) {
-        deleted = static_cast<std::int64_t>(
-            spi.execute("DELETE FROM " + target.qualified + " WHERE (" + predicate + "\n)"));
-        inserted = static_cast<std::int64_t>(
-            spi.execute("INSERT INTO " + target.qualified + " (" + insert_columns(target) + ") " + rows));
-    } else {
-        // One statement, so foreign keys that reference the replaced rows (NO
-        // ACTION) are checked once the rows with the same keys are back.
-        const pg::QueryResult done =
-            spi.query("WITH idem_deleted AS (DELETE FROM " + target.qualified + " WHERE (" + predicate +
-                      "\n) RETURNING 1), idem_inserted AS (INSERT INTO " + target.qualified + " (" +
-                      insert_columns(target) + ") " + rows + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM"
-                      " idem_deleted), (SELECT pg_catalog.count(*) FROM idem_inserted)");
-        deleted = std::stoll(done.rows.at(0).at(0).value_or("0"));
-        inserted = std::stoll(done.rows.at(0).at(1).value_or("0"));
-    }
+    // One statement, so foreign keys that reference the replaced rows (NO
+    // ACTION) are checked once the rows with the same keys are back.
+    const pg::QueryResult done =
+        spi.query("WITH idem_deleted AS (DELETE FROM " + target.qualified + " WHERE (" + predicate +
+                  "\n) RETURNING 1), idem_inserted AS (INSERT INTO " + target.qualified + " (" + insert_columns(target) +
+                  ") " + rows + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted),"
+                  " (SELECT pg_catalog.count(*) FROM idem_inserted)");
+    const std::int64_t deleted = std::stoll(done.rows.at(0).at(0).value_or("0"));
+    const std::int64_t inserted = std::stoll(done.rows.at(0).at(1).value_or("0"));
     run.action = "replaced";
     run.counts = {{"deleted", deleted}, {"inserted", inserted}};
     run.rows_written = deleted + inserted;
     run.changed = true;
     record_run(spi, clock, run);
-    pg::return_text_rows(fcinfo, {{std::to_string(deleted), std::to_string(inserted)}});
+    pg::return_text_rows(fcinfo, done.rows);
     spi.finish();
 }
 
