@@ -170,7 +170,22 @@ SELECT * FROM idem.overwrite_partition('o_self', '2024-07-07'::date,
 SELECT id, v FROM o_self ORDER BY id;
 CREATE TABLE o_self_flat (id int, v text);
 INSERT INTO o_self_flat VALUES (1, 'a'), (2, 'b'), (3, 'other unit');
+-- (Without a referencing foreign key the function first tries a DELETE and
+-- then an INSERT, and keeps that only when the INSERT stored the rows it
+-- compared; here the query read the deleted unit, so that attempt is rolled
+-- back, triggers' work included, and one statement runs.)
+CREATE TABLE o_self_audit (op text);
+CREATE FUNCTION o_self_audit() RETURNS trigger LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO o_self_audit VALUES (TG_OP); RETURN NULL; END$$;
+CREATE TRIGGER o_self_audit AFTER DELETE OR INSERT ON o_self_flat FOR EACH STATEMENT EXECUTE FUNCTION o_self_audit();
 SELECT * FROM idem.replace_where('o_self_flat', 'id <= 2', $$SELECT id, v || 'x' FROM o_self_flat WHERE id <= 2$$)
   AS recomputed_from_itself;
 SELECT * FROM o_self_flat ORDER BY id;
-DROP TABLE o_self, o_self_flat;
+SELECT op, count(*) AS statements FROM o_self_audit GROUP BY op ORDER BY op;
+-- A query that does not read the unit: the two statements stand.
+TRUNCATE o_self_audit;
+SELECT * FROM idem.replace_where('o_self_flat', 'id <= 2', $$VALUES (1, 'one'), (2, 'two')$$) AS from_elsewhere;
+SELECT * FROM o_self_flat ORDER BY id;
+SELECT op, count(*) AS statements FROM o_self_audit GROUP BY op ORDER BY op;
+DROP TABLE o_self, o_self_flat, o_self_audit;
+DROP FUNCTION o_self_audit();
