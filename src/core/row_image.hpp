@@ -96,6 +96,19 @@ private:
     // stores that may overlap, all within [src, src + n), so no byte outside
     // the value is read. A variable-length std::memcpy compiles to a call or
     // to rep movs, either of which costs more than the copy for a few bytes.
+    // n bytes, sizeof(Word) <= n <= 2 * sizeof(Word): the first and the last
+    // word, which overlap in the middle. Both are loaded before either is
+    // stored.
+    template <typename Word>
+    static void copy_head_and_tail(unsigned char* dst, const unsigned char* src, std::size_t n) noexcept
+    {
+        Word head;
+        Word tail;
+        std::memcpy(&head, src, sizeof(Word));
+        std::memcpy(&tail, src + n - sizeof(Word), sizeof(Word));
+        std::memcpy(dst, &head, sizeof(Word));
+        std::memcpy(dst + n - sizeof(Word), &tail, sizeof(Word));
+    }
     static void copy_bytes(unsigned char* dst, const unsigned char* src, std::size_t n) noexcept
     {
         if (n > 64) {
@@ -106,19 +119,9 @@ private:
                 std::memcpy(dst + i, src + i, 16);
             std::memcpy(dst + n - 16, src + n - 16, 16);
         } else if (n >= 8) {
-            std::uint64_t a;
-            std::uint64_t b;
-            std::memcpy(&a, src, 8);
-            std::memcpy(&b, src + n - 8, 8);
-            std::memcpy(dst, &a, 8);
-            std::memcpy(dst + n - 8, &b, 8);
+            copy_head_and_tail<std::uint64_t>(dst, src, n);
         } else if (n >= 4) {
-            std::uint32_t a;
-            std::uint32_t b;
-            std::memcpy(&a, src, 4);
-            std::memcpy(&b, src + n - 4, 4);
-            std::memcpy(dst, &a, 4);
-            std::memcpy(dst + n - 4, &b, 4);
+            copy_head_and_tail<std::uint32_t>(dst, src, n);
         } else if (n > 0) {
             dst[0] = src[0];
             dst[n / 2] = src[n / 2];
