@@ -1,5 +1,5 @@
 -- ALTER EXTENSION pg_idempotent UPDATE from each released version (0.1.0,
--- 0.2.0, 0.3.0) to the current one keeps every piece of state, and the result is
+-- 0.2.0, 0.3.0, 0.4.0) to the current one keeps every piece of state, and the result is
 -- the same extension a fresh CREATE EXTENSION gives. In databases of its own, so the
 -- other tests' objects stay out of it.
 CREATE DATABASE idem_upgrade_fresh;
@@ -58,12 +58,25 @@ CREATE TABLE ow_0707 PARTITION OF ow FOR VALUES FROM ('2024-07-07') TO ('2024-07
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 5) g');
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 5) g');
 SELECT idem.checksum('sales') AS sales_checksum_at_0_3_0 \gset
+-- At 0.4.0 the module is newer again: idem.written_units has no columns for
+-- the query's preimage (0.5.0) yet; records are kept and trusted without.
+ALTER EXTENSION pg_idempotent UPDATE TO '0.4.0';
+SELECT count(*) AS preimage_columns_yet FROM pg_attribute
+ WHERE attrelid = 'idem.written_units'::regclass AND attname IN ('query_shape', 'query_digest');
+SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 6) g');
+SELECT row_count AS recorded_at_0_4_0 FROM idem.written_units WHERE relid = 'ow_0707'::regclass;
+SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 6) g');
 ALTER EXTENSION pg_idempotent UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
 -- The aggregate gives the receiver's text: the same checksum, and the rerun
 -- is still recognized.
 SELECT idem.checksum('sales') = :'sales_checksum_at_0_3_0' AS same_checksum_after_update;
-SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 5) g');
+SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 6) g');
+-- The 0.4.0 record (no preimage) still holds; the next write keeps one.
+SELECT query_digest IS NULL AS no_preimage_in_the_0_4_0_record FROM idem.written_units WHERE relid = 'ow_0707'::regclass;
+SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 7) g');
+SELECT query_digest = idem.checksum_query('SELECT ''2024-07-07''::date, g FROM generate_series(1, 7) g') AS preimage_kept
+  FROM idem.written_units WHERE relid = 'ow_0707'::regclass;
 -- Every state table reads back exactly as before (and is not empty).
 SELECT b.state, b.checksum = idem.checksum(('idem.' || b.state)::regclass) AS unchanged,
        split_part(b.checksum, ':', 2) AS rows

@@ -4,7 +4,8 @@
 -- still carries the stamp, the count and the columns are the same; any
 -- change falls back to hashing.
 --
--- The probe: plant a wrong digest in the record (same count). A rerun that
+-- The probe: plant a wrong digest in the record (same count), of the
+-- partition's rows and of the query's rows before the casts. A rerun that
 -- trusts the record sees a difference and rewrites; a rerun that rejects it
 -- hashes the partition, finds the query's rows, and skips.
 CREATE TABLE wu (day date NOT NULL, id int NOT NULL, v text) PARTITION BY RANGE (day);
@@ -12,7 +13,9 @@ CREATE TABLE wu_0707 PARTITION OF wu FOR VALUES FROM ('2024-07-07') TO ('2024-07
 CREATE TABLE wu_src AS SELECT '2024-07-07'::date AS day, g AS id, 'v' || g AS v FROM generate_series(1, 100) g;
 CREATE FUNCTION wu_plant_wrong_digest(rel regclass) RETURNS text LANGUAGE sql AS $$
   UPDATE idem.written_units
-     SET digest = 'v1:' || row_count || ':ffffffffffffffffffffffffffffffff'
+     SET digest = 'v1:' || row_count || ':ffffffffffffffffffffffffffffffff',
+         query_digest = CASE WHEN query_digest IS NOT NULL
+                             THEN 'v1:' || row_count || ':eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee' END
    WHERE relid = rel RETURNING 'planted'
 $$;
 CREATE FUNCTION wu_rerun() RETURNS text LANGUAGE sql AS $$
@@ -106,6 +109,96 @@ SELECT wu_plant_wrong_digest('wu_0707'),
 ALTER TABLE wu DROP COLUMN extra;
 SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS after_drop_column;
 
+-- The query's rows before the casts (the preimage). When every cast to the
+-- columns' types is immutable, the record keeps the digest of the query's
+-- rows as the query returned them, and a rerun whose query returns those
+-- rows again skips without casting them. The probe here plants a wrong
+-- digest of the partition's rows only: a rerun that trusts the preimage
+-- skips; one that does not compares the cast rows with the planted digest
+-- and rewrites.
+CREATE TABLE wq (day date NOT NULL, id bigint NOT NULL, amount numeric(12,2), label varchar(10))
+  PARTITION BY RANGE (day);
+CREATE TABLE wq_0707 PARTITION OF wq FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+-- int to bigint, numeric to numeric(12,2), text to varchar(10): immutable.
+CREATE TABLE wq_src AS
+  SELECT '2024-07-07'::date AS day, g AS id, g * 1.5 AS amount, 'l' || g AS label FROM generate_series(1, 50) g;
+CREATE FUNCTION wq_run(q text DEFAULT 'SELECT * FROM wq_src') RETURNS text LANGUAGE sql AS $$
+  SELECT action FROM idem.overwrite_partition('wq', '2024-07-07'::date, q)
+$$;
+CREATE FUNCTION wq_plant_wrong_digest() RETURNS text LANGUAGE sql AS $$
+  UPDATE idem.written_units SET digest = 'v1:' || row_count || ':ffffffffffffffffffffffffffffffff'
+   WHERE relid = 'wq_0707'::regclass RETURNING 'planted'
+$$;
+CREATE FUNCTION wq_preimage() RETURNS TABLE (query_shape text, query_digest text) LANGUAGE sql AS $$
+  SELECT query_shape, query_digest FROM idem.written_units WHERE relid = 'wq_0707'::regclass
+$$;
+SELECT wq_run() AS first_write;
+SELECT w.query_shape = (SELECT string_agg(format('%s:%s;', atttypid, atttypmod), '' ORDER BY attnum)
+                          FROM pg_attribute WHERE attrelid = 'wq_src'::regclass AND attnum > 0) AS shape_is_the_querys,
+       w.query_digest = idem.checksum_query('SELECT * FROM wq_src') AS digest_is_the_querys_rows,
+       w.digest = idem.checksum('wq_0707') AS digest_is_the_partitions,
+       w.query_digest <> w.digest AS the_casts_change_the_image
+  FROM idem.written_units w WHERE w.relid = 'wq_0707'::regclass;
+SELECT wq_plant_wrong_digest(), wq_run() AS preimage_trusted;
+SELECT wq_run() AS still_skips;
+-- Other query rows whose casts are the same rows (1.500 and 1.5 both store
+-- 1.50): the preimage differs, so the cast rows are compared; with the
+-- planted digest, that comparison rewrites...
+SELECT wq_run($q$SELECT day, id, round(amount, 3), label FROM wq_src$q$) AS other_preimage_compares_casts;
+-- ...and with the true digest (just recorded anew), it skips.
+SELECT wq_run($q$SELECT day, id, round(amount, 3), label FROM wq_src$q$) AS same_casts_skip;
+-- That skip wrote nothing: the preimage is still the one of the write.
+SELECT query_digest = idem.checksum_query($q$SELECT day, id, round(amount, 3), label FROM wq_src$q$) AS preimage_of_the_write
+  FROM wq_preimage();
+-- The source changes: the preimage differs and so do the casts.
+UPDATE wq_src SET amount = amount + 1 WHERE id = 1;
+SELECT wq_run() AS changed_source;
+SELECT wq_plant_wrong_digest(), wq_run() AS preimage_trusted_again;
+-- A volatile query returns other rows to the INSERT than to the comparison:
+-- the rows stored are not the casts of the rows hashed, and no preimage is
+-- kept.
+SELECT wq_run($q$SELECT day, id, amount + (random() * 1000)::int, label FROM wq_src$q$) AS volatile_query;
+SELECT query_shape IS NULL AND query_digest IS NULL AS no_preimage FROM wq_preimage();
+SELECT wq_run() AS back_to_the_source;
+-- Mode 'swap' keeps it too.
+UPDATE wq_src SET amount = amount + 1 WHERE id = 2;
+SELECT action FROM idem.overwrite_partition('wq', '2024-07-07'::date, 'SELECT * FROM wq_src', mode => 'swap') AS swapped;
+SELECT query_digest = idem.checksum_query('SELECT * FROM wq_src') AS preimage_after_swap FROM wq_preimage();
+SELECT wq_plant_wrong_digest(), wq_run() AS preimage_trusted_after_swap;
+-- Casts that are not immutable keep no preimage: timestamptz to date reads
+-- TimeZone, so the same query rows store other dates under another
+-- setting, and the rerun must compare the cast rows.
+ALTER TABLE wq ADD COLUMN seen date;
+SET TimeZone = 'UTC';
+SELECT wq_run($q$SELECT *, '2024-07-08 00:30+02'::timestamptz FROM wq_src$q$) AS timestamptz_to_date;
+SELECT query_shape IS NULL AND query_digest IS NULL AS no_preimage_for_timestamptz_to_date FROM wq_preimage();
+SELECT wq_run($q$SELECT *, '2024-07-08 00:30+02'::timestamptz FROM wq_src$q$) AS same_setting_skips;
+SET TimeZone = 'Europe/Berlin';
+SELECT wq_run($q$SELECT *, '2024-07-08 00:30+02'::timestamptz FROM wq_src$q$) AS other_time_zone_rewrites;
+SELECT DISTINCT seen FROM wq;
+RESET TimeZone;
+ALTER TABLE wq DROP COLUMN seen;
+-- A domain column keeps none either (its constraints may change).
+CREATE DOMAIN wq_label AS varchar(10) CHECK (VALUE <> '');
+ALTER TABLE wq ALTER COLUMN label TYPE wq_label;
+UPDATE wq_src SET amount = amount + 1 WHERE id = 3;
+SELECT wq_run() AS into_a_domain;
+SELECT query_shape IS NULL AS no_preimage_for_a_domain FROM wq_preimage();
+ALTER TABLE wq ALTER COLUMN label TYPE varchar(10);
+-- The query's column types are part of the preimage: the same bytes of
+-- another type cast to another value. 1065353216 as int and 1.0 as real
+-- are the same four bytes; cast to numeric, 1065353216 and 1.
+CREATE TABLE wt (day date NOT NULL, n numeric) PARTITION BY RANGE (day);
+CREATE TABLE wt_0707 PARTITION OF wt FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+SELECT action FROM idem.overwrite_partition('wt', '2024-07-07'::date, $q$SELECT '2024-07-07'::date, 1065353216::int$q$) AS as_int;
+SELECT idem.checksum_query($q$SELECT '2024-07-07'::date, 1065353216::int$q$)
+     = idem.checksum_query($q$SELECT '2024-07-07'::date, 1.0::real$q$) AS same_image;
+SELECT action FROM idem.overwrite_partition('wt', '2024-07-07'::date, $q$SELECT '2024-07-07'::date, 1.0::real$q$) AS as_real;
+SELECT n FROM wt;
+DROP TABLE wq, wq_src, wt;
+DROP DOMAIN wq_label;
+DROP FUNCTION wq_run(text), wq_plant_wrong_digest(), wq_preimage();
+
 -- Mode 'swap': the record follows the new partition; the old one's goes.
 UPDATE wu_src SET v = 'swapped' WHERE id = 7;
 SELECT oid AS old_partition FROM pg_class WHERE oid = 'wu_0707'::regclass \gset
@@ -133,7 +226,9 @@ CREATE FUNCTION wu_upper() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN NEW.v := upper(NEW.v); RETURN NEW; END $$;
 CREATE TRIGGER wu_upper BEFORE INSERT ON wu_0708 FOR EACH ROW EXECUTE FUNCTION wu_upper();
 SELECT * FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, v FROM wu_src WHERE id <= 3$q$);
-SELECT digest = idem.checksum('wu_0708') AS digest_is_the_stored_rows FROM idem.written_units WHERE relid = 'wu_0708'::regclass;
+SELECT digest = idem.checksum('wu_0708') AS digest_is_the_stored_rows,
+       query_shape IS NULL AND query_digest IS NULL AS no_preimage_of_changed_rows
+  FROM idem.written_units WHERE relid = 'wu_0708'::regclass;
 SELECT v FROM wu_0708 ORDER BY id;
 SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, v FROM wu_src WHERE id <= 3$q$) AS query_differs_from_stored;
 SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, upper(v) FROM wu_src WHERE id <= 3$q$) AS stored_rows_skip;

@@ -15,6 +15,10 @@ using pg::Param;
 // has no table to read or write: it hashes, as 0.3.0 did.
 bool installed() { return pg::relation_exists("idem", "written_units"); }
 
+// The query's preimage came with 0.5.0: a 0.5.0 module on a 0.4.0 database
+// keeps and reads records without it.
+bool keeps_preimages() { return pg::column_exists("idem", "written_units", "query_digest"); }
+
 // Reading xmin and cmin needs SELECT on the whole table, which column
 // privileges do not give. Checked as the caller, who then reads them.
 bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
@@ -44,14 +48,17 @@ std::string unit_shape(const pg::Relation& parent, const pg::Relation& unit)
     return shape;
 }
 
-std::optional<std::string> witnessed_digest(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape)
+std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape)
 {
     if (shape.empty() || !installed())
         return std::nullopt;
+    const bool preimages = keeps_preimages();
     pg::QueryResult record;
     pg::as_extension_owner([&] {
         record = spi.query_saved(
-            "SELECT w.digest, w.row_count::pg_catalog.text, w.row_xmin::pg_catalog.text, w.row_cmin::pg_catalog.text"
+            std::string("SELECT w.digest, w.row_count::pg_catalog.text, w.row_xmin::pg_catalog.text,"
+                        " w.row_cmin::pg_catalog.text, ") +
+            (preimages ? "w.query_shape, w.query_digest" : "NULL::pg_catalog.text, NULL::pg_catalog.text") +
             " FROM idem.written_units w"
             " WHERE w.relid OPERATOR(pg_catalog.=) $1 AND w.shape OPERATOR(pg_catalog.=) $2"
             // No 32-bit xid reused since: fewer than 2^31 transactions later.
@@ -80,11 +87,17 @@ std::optional<std::string> witnessed_digest(pg::SpiSession& spi, const pg::Relat
     }
     if (std::to_string(core::digest_text_count(digest)) != expected)
         return std::nullopt;
-    return digest;
+    WrittenUnit written;
+    written.digest = digest;
+    // The same rows, so as many query rows as stored ones.
+    if (r.at(4).has_value() && r.at(5).has_value() &&
+        std::to_string(core::digest_text_count(*r.at(5))) == expected)
+        written.preimage = QueryPreimage{*r.at(4), *r.at(5)};
+    return written;
 }
 
 void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape,
-                         const std::string& digest)
+                         const std::string& digest, const std::optional<QueryPreimage>& preimage)
 {
     if (!installed())
         return;
@@ -111,11 +124,23 @@ void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const st
                         {Param::of_oid(unit.oid)});
         if (!witnessed)
             return;
-        spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by)"
-                        " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid, pg_catalog.pg_current_xact_id())",
-                        {Param::of_oid(unit.oid), Param::of_text(shape), Param::of_text(digest),
-                         Param::of_int8(static_cast<std::int64_t>(core::digest_text_count(digest))), Param::of_text(xmin),
-                         Param::of_text(cmin)});
+        pg::Params values = {Param::of_oid(unit.oid), Param::of_text(shape), Param::of_text(digest),
+                             Param::of_int8(static_cast<std::int64_t>(core::digest_text_count(digest))),
+                             Param::of_text(xmin), Param::of_text(cmin)};
+        if (!keeps_preimages()) {
+            spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by)"
+                            " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid,"
+                            " pg_catalog.pg_current_xact_id())",
+                            values);
+            return;
+        }
+        values.push_back(Param::of_text(preimage ? std::optional<std::string>(preimage->shape) : std::nullopt));
+        values.push_back(Param::of_text(preimage ? std::optional<std::string>(preimage->digest) : std::nullopt));
+        spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by,"
+                        " query_shape, query_digest)"
+                        " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid, pg_catalog.pg_current_xact_id(),"
+                        " $7, $8)",
+                        values);
     });
 }
 

@@ -15,6 +15,17 @@
 // not their values. Any doubt (a mismatch, another shape, no privilege, no
 // record) falls back to hashing the partition.
 //
+// The record also keeps the digest of the query's rows as the query
+// returned them, before they were cast to the columns' types, with the
+// query's column types ("the query's preimage"). When every cast is
+// immutable (conversion_is_immutable), equal query rows give equal stored
+// rows, so a rerun whose query returns the same rows again skips without
+// casting them: it hashes the query's rows as they come. The preimage is
+// kept only when the rows stored are exactly the rows those casts give (the
+// INSERT's RETURNING digest is the digest of the cast rows of the same pass
+// over the query: no BEFORE trigger changed them, the query returned the
+// same rows twice).
+//
 // The record is a cache in idem.written_units, keyed by the partition's OID,
 // written in the caller's transaction as the extension owner. It is not
 // dumped: after a restore the rows have other xmins, and the fallback runs.
@@ -34,14 +45,28 @@ namespace pg_idempotent {
 // dropped or retyped column (even without a table rewrite) is another shape.
 std::string unit_shape(const pg::Relation& parent, const pg::Relation& unit);
 
-// The digest text of unit's rows, when its record proves them unchanged
-// since overwrite_partition wrote them; nullopt when it cannot.
-std::optional<std::string> witnessed_digest(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape);
+// The query's rows before the casts: the query's column types ("type:typmod"
+// each) and the digest of its rows as it returned them.
+struct QueryPreimage {
+    std::string shape;
+    std::string digest;
+};
+
+// What a valid record says of the unit.
+struct WrittenUnit {
+    std::string digest;                     // of the unit's rows
+    std::optional<QueryPreimage> preimage;  // of the query rows that gave them, when known
+};
+
+// The record of unit, when it proves the rows unchanged since
+// overwrite_partition wrote them; nullopt when it cannot.
+std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape);
 
 // Records that unit's rows are exactly the rows just inserted into it, whose
-// digest (from the INSERT's RETURNING) is digest. Call right after that
-// INSERT, before anything else writes to unit in this transaction.
+// digest (from the INSERT's RETURNING) is digest, and (when given) that
+// they are the casts of the query rows preimage describes. Call right after
+// that INSERT, before anything else writes to unit in this transaction.
 void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape,
-                         const std::string& digest);
+                         const std::string& digest, const std::optional<QueryPreimage>& preimage);
 
 }  // namespace pg_idempotent

@@ -33,6 +33,19 @@ std::string digest_aggregate_sql(const std::string& statement, std::size_t colum
            join(names) + ")";
 }
 
+std::string digest_aggregates_sql(const std::string& statement, std::size_t column_count,
+                                  const std::vector<std::string>& expressions)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> columns;
+    for (std::size_t i = 1; i <= column_count; ++i) {
+        names.push_back("c" + std::to_string(i));
+        columns.push_back("q.c" + std::to_string(i));
+    }
+    return "SELECT idem._digest_agg(" + join(columns) + "), idem._digest_agg(" + join(expressions) + ") FROM (\n" +
+           statement + "\n) AS q (" + join(names) + ")";
+}
+
 std::string identifier_with_suffix(const std::string& name, const std::string& suffix)
 {
     constexpr std::size_t kMaxIdentifierBytes = 63;  // NAMEDATALEN - 1

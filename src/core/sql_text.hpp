@@ -51,4 +51,10 @@ std::string as_subquery(const std::string& statement);
 // distinct.
 std::string digest_aggregate_sql(const std::string& statement, std::size_t column_count);
 
+// Two digests of one pass over a statement's rows: of the rows as it returns
+// them (columns q.c1, q.c2, ...), and of expressions over those columns
+// (each naming them q.cN, e.g. casts). One row: the two digest texts.
+std::string digest_aggregates_sql(const std::string& statement, std::size_t column_count,
+                                  const std::vector<std::string>& expressions);
+
 }  // namespace pg_idempotent::core

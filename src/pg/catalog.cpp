@@ -14,6 +14,8 @@ extern "C" {
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -62,6 +64,15 @@ bool relation_exists(const std::string& schema, const std::string& name)
     return pg_call([&] {
         const Oid ns = get_namespace_oid(schema.c_str(), true);
         return OidIsValid(ns) && OidIsValid(get_relname_relid(name.c_str(), ns));
+    });
+}
+
+bool column_exists(const std::string& schema, const std::string& table, const std::string& column)
+{
+    return pg_call([&] {
+        const Oid ns = get_namespace_oid(schema.c_str(), true);
+        const Oid rel = OidIsValid(ns) ? get_relname_relid(table.c_str(), ns) : InvalidOid;
+        return OidIsValid(rel) && get_attnum(rel, column.c_str()) != InvalidAttrNumber;
     });
 }
 
@@ -257,6 +268,26 @@ bool can_assign(std::uint32_t from, std::uint32_t to)
         Oid in = from;
         Oid out = to;
         return can_coerce_type(1, &in, &out, COERCION_ASSIGNMENT);
+    });
+}
+
+bool conversion_is_immutable(std::uint32_t from, std::int32_t from_typmod, std::uint32_t to, std::int32_t to_typmod)
+{
+    return pg_call([&] {
+        if (getBaseType(to) != to)
+            return false;
+        // The coercion of a stand-in for the query's column, built as the
+        // parser builds CAST(... AS type): a Param, so nothing is folded.
+        auto* in = reinterpret_cast<::Param*>(newNode(sizeof(::Param), T_Param));
+        in->paramkind = PARAM_EXTERN;
+        in->paramid = 1;
+        in->paramtype = from;
+        in->paramtypmod = from_typmod;
+        in->paramcollid = get_typcollation(from);
+        in->location = -1;
+        Node* cast = coerce_to_target_type(nullptr, reinterpret_cast<Node*>(in), from, to, to_typmod,
+                                           COERCION_EXPLICIT, COERCE_EXPLICIT_CAST, -1);
+        return cast != nullptr && !contain_mutable_functions(cast);
     });
 }
 

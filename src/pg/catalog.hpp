@@ -60,6 +60,13 @@ std::string btree_operator(std::uint32_t type_oid, int strategy, const std::stri
 // Whether a value of type from converts to type to by assignment (as INSERT does).
 bool can_assign(std::uint32_t from, std::uint32_t to);
 
+// Whether CAST(x AS to(to_typmod)), x of type from(from_typmod), gives the
+// same result for the same x whatever the session or the time: the
+// coercion PostgreSQL builds for it calls only immutable functions (no
+// DateStyle or TimeZone dependent input or output), and to is not a domain
+// (whose constraints may change). False when there is no such cast.
+bool conversion_is_immutable(std::uint32_t from, std::int32_t from_typmod, std::uint32_t to, std::int32_t to_typmod);
+
 // A SQL string literal (quote_literal): for names in messages the SQL builds.
 std::string quote_literal(const std::string& text);
 
@@ -82,5 +89,8 @@ std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid);
 // Whether schema.name is a relation (a syscache look-up, no SPI): for state
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
 bool relation_exists(const std::string& schema, const std::string& name);
+
+// Whether schema.table exists and has a live column of that name.
+bool column_exists(const std::string& schema, const std::string& table, const std::string& column);
 
 }  // namespace pg_idempotent::pg

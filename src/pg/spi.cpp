@@ -321,14 +321,20 @@ core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Param
     return digest;
 }
 
+bool SpiSession::has_digest_aggregate()
+{
+    if (!digest_aggregate_) {
+        auto installed = query("SELECT pg_catalog.to_regprocedure('idem._digest_agg(\"any\")') IS NOT NULL");
+        digest_aggregate_ = installed.rows.at(0).at(0).value_or("f") == "t";
+    }
+    return *digest_aggregate_;
+}
+
 std::string SpiSession::digest_text(const std::string& sql, std::size_t column_count)
 {
-    if (column_count > 0) {
-        auto installed = query("SELECT pg_catalog.to_regprocedure('idem._digest_agg(\"any\")') IS NOT NULL");
-        if (installed.rows.at(0).at(0).value_or("f") == "t") {
-            auto r = query(core::digest_aggregate_sql(sql, column_count));
-            return r.rows.at(0).at(0).value_or("");
-        }
+    if (column_count > 0 && has_digest_aggregate()) {
+        auto r = query(core::digest_aggregate_sql(sql, column_count));
+        return r.rows.at(0).at(0).value_or("");
     }
     return digest_rows(sql).text();
 }

@@ -93,6 +93,8 @@ public:
     // while the database's SQL objects predate the aggregate (a newer module
     // before ALTER EXTENSION ... UPDATE).
     std::string digest_text(const std::string& sql, std::size_t column_count);
+    // Whether idem._digest_agg exists (looked up once per session).
+    bool has_digest_aggregate();
 
     // Runs a statement and returns its rows as the result set of the calling
     // set-returning function (materialize mode; column types must match).
@@ -103,6 +105,7 @@ public:
 
 private:
     bool connected_ = false;
+    std::optional<bool> digest_aggregate_;  // has_digest_aggregate(), once known
 };
 
 // Returns rows given as text (NULL = nullopt) as the result set of the
