@@ -7,6 +7,8 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
+#include "storage/bufmgr.h"
+#include "storage/predicate.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
@@ -16,9 +18,29 @@ namespace pg_idempotent::pg {
 
 namespace {
 
+// Whether a visible row carries the stamp. A combo command id means this
+// transaction also deleted or updated the row in a subtransaction that
+// rolled back: not the bare stamp.
+inline bool stamped_by(HeapTupleHeader h, TransactionId xmin, CommandId cmin)
+{
+    return HeapTupleHeaderGetRawXmin(h) == xmin && (h->t_infomask & HEAP_COMBOCID) == 0 &&
+           HeapTupleHeaderGetRawCommandId(h) == cmin;
+}
+
 // Plain PostgreSQL code (run under pg_call): nothing here has a destructor,
 // and an ERROR (a cancel, a read error) ends the scan through the abort,
 // which closes the relation and releases the snapshot and the buffers.
+//
+// What a sequential scan does (heapgetpage): each page under a share lock,
+// each line pointer's tuple checked against the snapshot (all of them at
+// once on an all-visible page), the serializable-conflict checks and the
+// relation's predicate lock of SERIALIZABLE, a ring of buffers for a table
+// larger than a quarter of shared_buffers. One thing left out: the
+// opportunistic pruning of each page (heap_page_prune_opt). A rerun right
+// after a rewrite would otherwise prune the dead rows the rewrite left, page
+// by page, and write WAL for it (megabytes for a million rows): pruning is
+// left to the next VACUUM or to other readers, so that an identical rerun
+// writes nothing.
 bool scan(Oid relid, TransactionId xmin, CommandId cmin, StampCount* out)
 {
     Relation rel = table_open(relid, AccessShareLock);
@@ -27,22 +49,41 @@ bool scan(Oid relid, TransactionId xmin, CommandId cmin, StampCount* out)
         return false;
     }
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
-    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+    PredicateLockRelation(rel, snapshot);
+    const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+    BufferAccessStrategy strategy =
+        blocks > static_cast<BlockNumber>(NBuffers / 4) ? GetAccessStrategy(BAS_BULKREAD) : nullptr;
     uint64 rows = 0;
     uint64 stamped = 0;
-    HeapTuple tuple;
-    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
-        const HeapTupleHeader h = tuple->t_data;
-        ++rows;
-        // A combo command id means this transaction also deleted or updated
-        // the row in a subtransaction that rolled back: not the bare stamp.
-        if (HeapTupleHeaderGetRawXmin(h) == xmin && (h->t_infomask & HEAP_COMBOCID) == 0 &&
-            HeapTupleHeaderGetRawCommandId(h) == cmin)
-            ++stamped;
-        if ((rows & 0xFFFF) == 0)
-            CHECK_FOR_INTERRUPTS();
+    for (BlockNumber block = 0; block < blocks; ++block) {
+        CHECK_FOR_INTERRUPTS();
+        const Buffer buffer = ReadBufferExtended(rel, MAIN_FORKNUM, block, RBM_NORMAL, strategy);
+        LockBuffer(buffer, BUFFER_LOCK_SHARE);
+        const Page page = BufferGetPage(buffer);
+        const bool all_visible = PageIsAllVisible(page) && !snapshot->takenDuringRecovery;
+        const OffsetNumber last = PageGetMaxOffsetNumber(page);
+        for (OffsetNumber offset = FirstOffsetNumber; offset <= last; offset = OffsetNumberNext(offset)) {
+            const ItemId item = PageGetItemId(page, offset);
+            if (!ItemIdIsNormal(item))
+                continue;
+            HeapTupleData tuple;
+            tuple.t_tableOid = RelationGetRelid(rel);
+            tuple.t_data = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
+            tuple.t_len = ItemIdGetLength(item);
+            ItemPointerSet(&tuple.t_self, block, offset);
+            const bool visible = all_visible || HeapTupleSatisfiesVisibility(&tuple, snapshot, buffer);
+            HeapCheckForSerializableConflictOut(visible, rel, &tuple, buffer, snapshot);
+            if (!visible)
+                continue;
+            ++rows;
+            if (stamped_by(tuple.t_data, xmin, cmin))
+                ++stamped;
+        }
+        LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+        ReleaseBuffer(buffer);
     }
-    table_endscan(scan);
+    if (strategy != nullptr)
+        FreeAccessStrategy(strategy);
     UnregisterSnapshot(snapshot);
     table_close(rel, AccessShareLock);
     out->rows = rows;

@@ -3,7 +3,8 @@
 //
 // A plain heap scan that reads each visible row's header, not its values:
 // what `SELECT count(*), count(*) FILTER (WHERE xmin = .. AND cmin = ..)`
-// computes, without a slot or an expression per row.
+// computes, without a slot or an expression per row, and without pruning
+// the pages it reads (so it writes no WAL: see stamp_scan.cpp).
 #pragma once
 
 #include <cstdint>
