@@ -279,3 +279,38 @@ SELECT count(*) FILTER (WHERE relid = 'wu2_0707'::regclass) AS records_of_wu2,
        count(*) FILTER (WHERE NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = relid)) AS records_of_dropped_relations
   FROM idem.written_units;
 DROP TABLE wu2;
+
+-- A rerun right after a rewrite writes nothing, not even WAL for pruning the
+-- dead rows the rewrite left on full pages (which a plain read of those
+-- pages does: the last query below shows it, so the check can fail).
+CREATE EXTENSION pg_walinspect;
+-- pg_walinspect reads flushed WAL only: a commit that wrote flushes it here
+-- (wp_flush).
+SET synchronous_commit = on;
+CREATE TABLE wp_flush (n int);
+CREATE TABLE wp (day date NOT NULL, id int NOT NULL, pad text) PARTITION BY RANGE (day);
+CREATE TABLE wp_0707 PARTITION OF wp FOR VALUES FROM ('2024-07-07') TO ('2024-07-08')
+  WITH (autovacuum_enabled = off);
+CREATE TABLE wp_src AS SELECT '2024-07-07'::date AS day, g AS id, repeat('x', 60) AS pad FROM generate_series(1, 2000) g;
+SELECT action FROM idem.overwrite_partition('wp', '2024-07-07'::date, 'SELECT * FROM wp_src') AS first_write;
+UPDATE wp_src SET pad = repeat('y', 60);
+SELECT action FROM idem.overwrite_partition('wp', '2024-07-07'::date, 'SELECT * FROM wp_src') AS rewrite;
+-- Prune records of wp_0707 since a point; the insert into wp_flush just
+-- before flushed what the statements in between wrote.
+CREATE FUNCTION wp_prunes(since pg_lsn) RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM pg_get_wal_records_info(since, pg_current_wal_flush_lsn())
+   WHERE resource_manager = 'Heap2' AND record_type LIKE 'PRUNE%'
+     AND position('/' || pg_relation_filenode('wp_0707') || ' ' IN block_ref) > 0
+$$;
+SELECT pg_current_wal_flush_lsn() AS before_rerun \gset
+SELECT action FROM idem.overwrite_partition('wp', '2024-07-07'::date, 'SELECT * FROM wp_src') AS identical_rerun;
+INSERT INTO wp_flush VALUES (1);
+SELECT wp_prunes(:'before_rerun') AS prunes_by_the_rerun;
+SELECT pg_current_wal_flush_lsn() AS before_read \gset
+SELECT count(*) AS rows_read FROM wp_0707;
+INSERT INTO wp_flush VALUES (1);
+SELECT wp_prunes(:'before_read') > 0 AS a_plain_read_prunes;
+RESET synchronous_commit;
+DROP TABLE wp, wp_src, wp_flush;
+DROP FUNCTION wp_prunes(pg_lsn);
+DROP EXTENSION pg_walinspect;
