@@ -280,10 +280,13 @@ SELECT count(*) FILTER (WHERE relid = 'wu2_0707'::regclass) AS records_of_wu2,
   FROM idem.written_units;
 DROP TABLE wu2;
 
--- A rerun right after a rewrite writes nothing, not even WAL for pruning the
--- dead rows the rewrite left on full pages (which a plain read of those
--- pages does: the last query below shows it, so the check can fail).
+-- A rerun right after a rewrite writes nothing: not WAL for pruning the
+-- dead rows the rewrite left on full pages, and not the hint bits of the
+-- rows the rewrite inserted and deleted (which dirty every page). A plain
+-- read of those pages does both: the last queries below show it, so the
+-- checks can fail.
 CREATE EXTENSION pg_walinspect;
+CREATE EXTENSION pageinspect;
 -- pg_walinspect reads flushed WAL only: a commit that wrote flushes it here
 -- (wp_flush).
 SET synchronous_commit = on;
@@ -306,11 +309,26 @@ SELECT pg_current_wal_flush_lsn() AS before_rerun \gset
 SELECT action FROM idem.overwrite_partition('wp', '2024-07-07'::date, 'SELECT * FROM wp_src') AS identical_rerun;
 INSERT INTO wp_flush VALUES (1);
 SELECT wp_prunes(:'before_rerun') AS prunes_by_the_rerun;
+-- Tuples of wp_0707 the recorded write inserted, or deleted, that carry the
+-- hint bit saying so (XMIN_COMMITTED 0x0100, XMAX_COMMITTED 0x0400).
+CREATE FUNCTION wp_hinted(OUT inserted_hinted bigint, OUT deleted_hinted bigint) LANGUAGE sql AS $$
+  SELECT count(*) FILTER (WHERE i.t_xmin = w.row_xmin AND i.t_infomask & 256 <> 0),
+         count(*) FILTER (WHERE i.t_xmax = w.row_xmin AND i.t_infomask & 1024 <> 0)
+    FROM idem.written_units w,
+         generate_series(0, pg_relation_size('wp_0707') / 8192 - 1) AS b,
+         heap_page_items(get_raw_page('wp_0707', b::int)) AS i
+   WHERE w.relid = 'wp_0707'::regclass
+$$;
+SELECT * FROM wp_hinted();
 SELECT pg_current_wal_flush_lsn() AS before_read \gset
 SELECT count(*) AS rows_read FROM wp_0707;
 INSERT INTO wp_flush VALUES (1);
 SELECT wp_prunes(:'before_read') > 0 AS a_plain_read_prunes;
+-- (It prunes the deleted rows away before it reads them: only the inserted
+-- rows' hints are there to see.)
+SELECT inserted_hinted = 2000 AS a_plain_read_hints_inserted FROM wp_hinted();
 RESET synchronous_commit;
 DROP TABLE wp, wp_src, wp_flush;
-DROP FUNCTION wp_prunes(pg_lsn);
+DROP FUNCTION wp_prunes(pg_lsn), wp_hinted();
 DROP EXTENSION pg_walinspect;
+DROP EXTENSION pageinspect;

@@ -4,6 +4,8 @@
 
 extern "C" {
 #include "access/heapam.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/pg_am.h"
@@ -27,13 +29,41 @@ inline bool stamped_by(HeapTupleHeader h, TransactionId xmin, CommandId cmin)
            HeapTupleHeaderGetRawCommandId(h) == cmin;
 }
 
+// Whether a tuple is visible to the snapshot, decided from its header alone
+// when the stamp's writer settles it; else by HeapTupleSatisfiesVisibility.
+//
+// writer_settled: the stamp's xmin committed and is in the snapshot's past
+// (checked once per scan). Then, as HeapTupleSatisfiesMVCC would decide:
+// - a tuple that transaction inserted (raw xmin, hinted, unhinted or
+//   frozen) is visible while its xmax is invalid or only a lock;
+// - a tuple that transaction deleted (raw xmax, not a multixact, not a
+//   lock) is not visible.
+// These are the rows the recorded write inserted and deleted, which is
+// nearly every row of the partition right after the write. Deciding them
+// here sets no hint bit, so the first rerun after a write dirties no page
+// of the partition (a plain read sets the hints on all of them); every
+// other tuple goes through HeapTupleSatisfiesVisibility.
+inline bool visible_to(HeapTuple tuple, Snapshot snapshot, Buffer buffer, TransactionId writer, bool writer_settled)
+{
+    if (writer_settled) {
+        const HeapTupleHeader h = tuple->t_data;
+        if (HeapTupleHeaderGetRawXmin(h) == writer &&
+            ((h->t_infomask & HEAP_XMAX_INVALID) != 0 || HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask)))
+            return true;
+        if (HeapTupleHeaderGetRawXmax(h) == writer && (h->t_infomask & HEAP_XMAX_INVALID) == 0 &&
+            (h->t_infomask & HEAP_XMAX_IS_MULTI) == 0 && !HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+            return false;
+    }
+    return HeapTupleSatisfiesVisibility(tuple, snapshot, buffer);
+}
+
 // Plain PostgreSQL code (run under pg_call): nothing here has a destructor,
 // and an ERROR (a cancel, a read error) ends the scan through the abort,
 // which closes the relation and releases the snapshot and the buffers.
 //
 // What a sequential scan does (heapgetpage): each page under a share lock,
 // each line pointer's tuple checked against the snapshot (all of them at
-// once on an all-visible page), the serializable-conflict checks and the
+// once on an all-visible page; see visible_to), the serializable-conflict checks and the
 // relation's predicate lock of SERIALIZABLE, a ring of buffers for a table
 // larger than a quarter of shared_buffers. One thing left out: the
 // opportunistic pruning of each page (heap_page_prune_opt). A rerun right
@@ -50,6 +80,8 @@ bool scan(Oid relid, TransactionId xmin, CommandId cmin, StampCount* out)
     }
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     PredicateLockRelation(rel, snapshot);
+    const bool writer_settled = TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
+                                !XidInMVCCSnapshot(xmin, snapshot) && TransactionIdDidCommit(xmin);
     const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
     BufferAccessStrategy strategy =
         blocks > static_cast<BlockNumber>(NBuffers / 4) ? GetAccessStrategy(BAS_BULKREAD) : nullptr;
@@ -71,7 +103,7 @@ bool scan(Oid relid, TransactionId xmin, CommandId cmin, StampCount* out)
             tuple.t_data = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
             tuple.t_len = ItemIdGetLength(item);
             ItemPointerSet(&tuple.t_self, block, offset);
-            const bool visible = all_visible || HeapTupleSatisfiesVisibility(&tuple, snapshot, buffer);
+            const bool visible = all_visible || visible_to(&tuple, snapshot, buffer, xmin, writer_settled);
             HeapCheckForSerializableConflictOut(visible, rel, &tuple, buffer, snapshot);
             if (!visible)
                 continue;
