@@ -139,6 +139,22 @@ bench_goal "rewrite: time vs DELETE+INSERT by hand" "$(bench_ratio "$t_rewrite" 
 # computes none of the query's columns and reads none of the rows' values.
 report ""
 report "### Identical rerun after its own write ($(ov_n "$ov_rows") rows: the record proves the partition unchanged)"
+# Its writes (EXPLAIN (ANALYZE, WAL, BUFFERS) of the call, after SETUP):
+# prints "WAL_BYTES DIRTIED".
+ov_writes_of() {  # SETUP SQL
+    bench_psql -F ' ' -c "$1" -c "
+  SELECT wal_bytes, dirtied FROM bench_.explain_counters(\$q\$$2\$q\$)"
+}
+# The first read right after a write: the partition still holds the rows
+# the write deleted (unpruned) and no row has a hint bit yet. A plain read
+# prunes those pages and sets the hints (WAL, dirtied pages); the rerun's
+# header scan judges the write's own rows from their headers and prunes
+# nothing. Each after a fresh write (idem.history = changes: no history row).
+ov_fresh_write="UPDATE ov_rev SET n = n + 1; SET idem.history = 'changes'; SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$q\$$q\$q\$);"
+read -r first_rerun_wal first_rerun_dirtied <<<"$(ov_writes_of "$ov_fresh_write" "SELECT * FROM idem.overwrite_partition('ov', '2024-07-07'::date, \$x\$$q\$x\$)" | tail -1)"
+read -r first_read_wal first_read_dirtied <<<"$(ov_writes_of "$ov_fresh_write" "SELECT count(*) FROM ov_0707" | tail -1)"
+report ""
+report "Right after a write, the first identical rerun wrote ${first_rerun_wal} bytes of WAL and dirtied ${first_rerun_dirtied} buffers (\`idem.history = changes\`); a plain \`SELECT count(*)\` of the partition at the same point wrote ${first_read_wal} bytes of WAL (pruning the rows the write deleted) and dirtied ${first_read_dirtied} buffers (pages the write left dirty are not counted again)."
 bench_compare rerun \
     query_plus_scan "SELECT bench_.run_discarding(\$x\$$q\$x\$), bench_.run_discarding('SELECT * FROM ov_0707')" \
     count_plus_count "SELECT (SELECT count(*) FROM ($q) s) + (SELECT count(*) FROM ov_0707)" \
