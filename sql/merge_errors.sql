@@ -88,6 +88,17 @@ SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k
 SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k, B''1011'' AS vb')$$);
 SELECT show_error($$SELECT * FROM idem.merge_query('e_len', 'SELECT ''abc'' AS k, ''xyz'' AS v', version_column => 'v')$$);
 SELECT k, c, b, vb, v, length(c::text) AS c_len FROM e_len;
+-- The same under a domain over varchar(n): the length is the domain's base
+-- typmod, and the domain's constraints are checked after it.
+CREATE DOMAIN e_short AS varchar(3) CHECK (VALUE <> 'bad');
+CREATE TABLE e_len_dom (k e_short PRIMARY KEY, v e_short);
+SELECT * FROM idem.merge_query('e_len_dom', $$SELECT 'abc' AS k, 'xy ' AS v$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len_dom', 'SELECT ''abcd'' AS k')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len_dom', 'SELECT ''abc'' AS k, ''wxyz'' AS v')$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('e_len_dom', 'SELECT ''abc'' AS k, ''bad'' AS v')$$);
+SELECT k, v, length(v::text) AS v_len FROM e_len_dom;
+DROP TABLE e_len_dom;
+DROP DOMAIN e_short;
 
 -- Wrong objects and queries.
 CREATE VIEW e_view AS SELECT * FROM e_target;

@@ -43,6 +43,28 @@ SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_sales', NULL::date
 SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_sales', 'not a date', 'SELECT 1, 2, 3')$$);
 CREATE TABLE o_multi (a int, b int) PARTITION BY RANGE (a, b);
 SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_multi', 1, 'SELECT 1, 1')$$);
+-- Values convert as INSERT converts them (an assignment): a value too long
+-- for varchar(n), char(n) or bit(n), or under a domain over varchar(n), is
+-- an error (22001, 22026), never cut as CAST would cut it; nothing changes.
+-- Trailing spaces beyond char(n) are dropped, as by INSERT.
+CREATE DOMAIN o_short AS varchar(3);
+CREATE TABLE o_len (day date NOT NULL, v varchar(3), c char(3), b bit(3), d o_short) PARTITION BY RANGE (day);
+CREATE TABLE o_len_0707 PARTITION OF o_len FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+SELECT * FROM idem.overwrite_partition('o_len', '2024-07-07'::date,
+  $$SELECT '2024-07-07'::date, 'abc'::text, 'ab   '::text, B'101', 'xyz'::text$$);
+SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_len', '2024-07-07'::date,
+  'SELECT ''2024-07-07''::date, ''abcd''::text, ''ab'', B''101'', ''xyz''')$$);
+SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_len', '2024-07-07'::date,
+  'SELECT ''2024-07-07''::date, ''abc''::text, ''abcd'', B''101'', ''xyz''', mode => 'swap')$$);
+SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_len', '2024-07-07'::date,
+  'SELECT ''2024-07-07''::date, ''abc''::text, ''ab'', B''1011'', ''xyz''')$$);
+SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_len', '2024-07-07'::date,
+  'SELECT ''2024-07-07''::date, ''abc''::text, ''ab'', B''101'', ''wxyz''')$$);
+SELECT show_error($$SELECT * FROM idem.replace_where('o_len', 'true',
+  'SELECT ''2024-07-07''::date, ''abcd''::text, ''ab'', B''101'', ''xyz''')$$);
+SELECT v, c, length(c::text) AS c_len, b, d FROM o_len;
+DROP TABLE o_len;
+DROP DOMAIN o_short;
 
 -- replace_where: the unit of work of a table that is not partitioned.
 CREATE TABLE o_flat (day date, store text, revenue numeric);

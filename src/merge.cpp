@@ -25,20 +25,6 @@ const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::st
     return nullptr;
 }
 
-core::MergeColumn merge_column(const pg::Column& target_col)
-{
-    core::MergeColumn c{pg::quote_ident(target_col.name), target_col.qualified_type,
-                        pg::quote_literal(target_col.name)};
-    if (target_col.typmod >= 0) {
-        if (auto lc = pg::length_coercion(target_col.type_oid)) {
-            c.length_coercion = lc->function;
-            c.base_type = lc->base_type;
-            c.typmod = target_col.typmod;
-        }
-    }
-    return c;
-}
-
 std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOptions& options,
                                      const std::vector<pg::UniqueIndex>& indexes)
 {
@@ -237,11 +223,11 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
                                 " in the target, and there is no assignment cast between them",
                             {}, "Cast the column in the source query.");
         }
-        spec.insert_columns.push_back(merge_column(*tc));
+        spec.insert_columns.push_back(pg::assignment_target(*tc));
     }
     for (const auto& k : key) {
         const pg::Column* tc = find_column(target.columns, k);
-        spec.keys.push_back(merge_column(*tc));
+        spec.keys.push_back(pg::assignment_target(*tc));
         spec.key_eq.push_back(pg::btree_operator(tc->type_oid, 3, k));
     }
 
@@ -263,10 +249,10 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
             if (tc->generated != '\0' || tc->identity == 'a')
                 throw UserError("428C9", "column \"" + c + "\" named in columns cannot be updated",
                                 "It is a generated or GENERATED ALWAYS identity column.");
-            spec.update_columns.push_back(merge_column(*tc));
+            spec.update_columns.push_back(pg::assignment_target(*tc));
         }
         if (options.version_column && seen.count(*options.version_column) == 0)
-            spec.update_columns.push_back(merge_column(*find_column(target.columns, *options.version_column)));
+            spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, *options.version_column)));
     } else {
         for (const auto& c : spec.insert_columns) {
             bool skip = false;
@@ -282,7 +268,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
 
     if (options.version_column) {
         const pg::Column* vc = find_column(target.columns, *options.version_column);
-        spec.version = merge_column(*vc);
+        spec.version = pg::assignment_target(*vc);
         spec.version_lt = pg::btree_operator(vc->type_oid, 1, vc->name);
         spec.version_eq = pg::btree_operator(vc->type_oid, 3, vc->name);
         spec.version_type = vc->qualified_type;

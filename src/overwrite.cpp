@@ -5,6 +5,7 @@
 #include "swap_partition.hpp"
 #include "written_units.hpp"
 #include "core/digest.hpp"
+#include "core/merge_sql.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
@@ -25,7 +26,7 @@ namespace sqlstate = pg::sqlstate;
 // target's columns can be evaluated on them.
 struct ConvertedQuery {
     std::string query;               // the caller's, as given
-    std::vector<std::string> casts;  // CAST(q.cN AS type), one per writable column
+    std::vector<std::string> casts;  // q.cN as INSERT converts it (core::cast_to_target), one per writable column
     std::vector<std::string> names;  // the writable columns, quoted
     // The query's column types ("type:typmod;" each), when every cast is
     // immutable (equal query rows give equal cast rows); else "".
@@ -70,7 +71,9 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
                             "column " + std::to_string(i + 1) + " of the query is " + cols[i].type_name + " and \"" +
                                 writable[i].name + "\" is " + writable[i].type_name,
                             {}, "Cast the column in the query.");
-        converted.casts.push_back("CAST(q.c" + std::to_string(i + 1) + " AS " + writable[i].qualified_type + ")");
+        // As INSERT converts it (an assignment): a value too long for
+        // varchar(n) raises 22001, where CAST would cut it.
+        converted.casts.push_back(core::cast_to_target("q.c" + std::to_string(i + 1), pg::assignment_target(writable[i])));
         converted.names.push_back(pg::quote_ident(writable[i].name));
         immutable = immutable && pg::conversion_is_immutable(cols[i].type_oid, cols[i].typmod, writable[i].type_oid,
                                                              writable[i].typmod);

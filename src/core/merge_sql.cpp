@@ -71,7 +71,9 @@ std::string cast_to_target(const std::string& ref, const MergeColumn& c)
 {
     if (c.length_coercion.empty())
         return "CAST(" + ref + " AS " + c.type + ")";
-    return c.length_coercion + "(CAST(" + ref + " AS " + c.base_type + "), " + std::to_string(c.typmod) + ", false)";
+    const std::string coerced =
+        c.length_coercion + "(CAST(" + ref + " AS " + c.base_type + "), " + std::to_string(c.typmod) + ", false)";
+    return c.domain ? "CAST(" + coerced + " AS " + c.type + ")" : coerced;
 }
 
 std::string build_merge_sql(const MergeSpec& s)

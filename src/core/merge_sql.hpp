@@ -36,6 +36,9 @@ struct MergeColumn {
     std::string length_coercion = {};
     std::string base_type = {};
     int typmod = -1;
+    // A domain over such a type: the coerced value is then CAST to the
+    // domain (type), which checks its constraints. Empty: no domain.
+    bool domain = false;
 };
 
 // ref converted to c's target type as an INSERT would convert it (see

@@ -59,6 +59,27 @@ std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid)
     }
 }
 
+core::MergeColumn assignment_target(const Column& column)
+{
+    core::MergeColumn c{quote_ident(column.name), column.qualified_type, quote_literal(column.name)};
+    std::int32_t base_typmod = column.typmod;
+    const Oid base = pg_call([&] {
+        int32 typmod = column.typmod;
+        const Oid b = getBaseTypeAndTypmod(column.type_oid, &typmod);
+        base_typmod = typmod;
+        return b;
+    });
+    if (base_typmod < 0)
+        return c;
+    if (auto lc = length_coercion(base)) {
+        c.length_coercion = lc->function;
+        c.base_type = lc->base_type;
+        c.typmod = base_typmod;
+        c.domain = base != column.type_oid;
+    }
+    return c;
+}
+
 bool relation_exists(const std::string& schema, const std::string& name)
 {
     return pg_call([&] {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/merge_sql.hpp"
+
 namespace pg_idempotent::pg {
 
 struct Column {
@@ -85,6 +87,12 @@ struct LengthCoercion {
     std::string base_type;  // e.g. pg_catalog.varchar
 };
 std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid);
+
+// How INSERT converts a value to column's type (an assignment), in the form
+// core::cast_to_target takes: a plain CAST, except for varchar(n), char(n),
+// bit(n) and varbit(n), also under a domain, whose length coercion raises
+// 22001 for a value too long instead of cutting it as a CAST does.
+core::MergeColumn assignment_target(const Column& column);
 
 // Whether schema.name is a relation (a syscache look-up, no SPI): for state
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
