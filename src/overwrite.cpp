@@ -36,10 +36,10 @@ struct ConvertedQuery {
     {
         // The query's columns are renamed by position (q(c1, c2, ...)): two
         // unnamed or equally named columns ("?column?") stay distinct.
-        std::vector<std::string> names;
+        std::vector<std::string> by_position;
         for (std::size_t i = 0; i < casts.size(); ++i)
-            names.push_back("c" + std::to_string(i + 1));
-        return names;
+            by_position.push_back("c" + std::to_string(i + 1));
+        return by_position;
     }
     std::string rows() const
     {
@@ -484,7 +484,10 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
         spi.finish();
     };
     // The query returns the very rows whose casts the partition holds: no
-    // cast to compute (see written_units.hpp).
+    // cast to compute (see written_units.hpp). When they differ, the query is
+    // read once more below, to hash its rows cast: a write after a change
+    // pays that pass (about 0.1 s for 1M rows), which spares every identical
+    // rerun the casts.
     if (record && record->preimage && !converted.preimage_shape.empty() &&
         record->preimage->shape == converted.preimage_shape &&
         spi.digest_text(converted.query, converted.casts.size()) == record->preimage->digest) {
