@@ -80,7 +80,13 @@ bool scan(Oid relid, TransactionId xmin, CommandId cmin, StampCount* out)
     }
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     PredicateLockRelation(rel, snapshot);
+    // The commit log is asked only for a writer no older than the table's
+    // relfrozenxid: the log below the oldest relfrozenxid of the cluster may
+    // be truncated already (asking would fail), and a writer older than
+    // relfrozenxid has had all its rows here frozen, which the hint bits
+    // HeapTupleSatisfiesVisibility reads already say.
     const bool writer_settled = TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
+                                !TransactionIdPrecedes(xmin, rel->rd_rel->relfrozenxid) &&
                                 !XidInMVCCSnapshot(xmin, snapshot) && TransactionIdDidCommit(xmin);
     const BlockNumber blocks = RelationGetNumberOfBlocks(rel);
     BufferAccessStrategy strategy =
