@@ -50,7 +50,9 @@ struct ConvertedQuery {
     }
 };
 
-ConvertedQuery convert_query(const pg::Relation& target, const std::string& query)
+// preimage: whether to work out preimage_shape (only overwrite_partition keeps
+// a record).
+ConvertedQuery convert_query(const pg::Relation& target, const std::string& query, bool preimage)
 {
     std::vector<pg::Column> writable;
     for (const auto& c : target.columns)
@@ -75,8 +77,9 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
         // varchar(n) raises 22001, where CAST would cut it.
         converted.casts.push_back(core::cast_to_target("q.c" + std::to_string(i + 1), pg::assignment_target(writable[i])));
         converted.names.push_back(pg::quote_ident(writable[i].name));
-        immutable = immutable && pg::conversion_is_immutable(cols[i].type_oid, cols[i].typmod, writable[i].type_oid,
-                                                             writable[i].typmod);
+        immutable = immutable && preimage &&
+                    pg::conversion_is_immutable(cols[i].type_oid, cols[i].typmod, writable[i].type_oid,
+                                                writable[i].typmod);
         converted.preimage_shape += std::to_string(cols[i].type_oid) + ":" + std::to_string(cols[i].typmod) + ";";
     }
     if (!immutable || cols.empty())
@@ -86,7 +89,7 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
 
 std::string converted_rows(const pg::Relation& target, const std::string& query)
 {
-    return convert_query(target, query).rows();
+    return convert_query(target, query, false).rows();
 }
 
 // SELECT <the non-generated columns, in the target's order> FROM rel: the
@@ -465,7 +468,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
 
     // The same rows already there: nothing is written at all (no staging
     // table, no lock on the parent).
-    const ConvertedQuery converted = convert_query(parent, query);
+    const ConvertedQuery converted = convert_query(parent, query, true);
     const std::string rows = converted.rows();
     // The partition's digest: from the record of what this function last
     // wrote there, when the rows prove untouched since; else by hashing them.
