@@ -63,9 +63,9 @@ inline bool visible_to(HeapTuple tuple, Snapshot snapshot, Buffer buffer, Transa
 //
 // What a sequential scan does (heapgetpage): each page under a share lock,
 // each line pointer's tuple checked against the snapshot (all of them at
-// once on an all-visible page; see visible_to), the serializable-conflict checks and the
-// relation's predicate lock of SERIALIZABLE, a ring of buffers for a table
-// larger than a quarter of shared_buffers. One thing left out: the
+// once on an all-visible page; see visible_to), the serializable-conflict
+// checks and the relation's predicate lock of SERIALIZABLE, a ring of
+// buffers for a table larger than a quarter of shared_buffers. One thing left out: the
 // opportunistic pruning of each page (heap_page_prune_opt). A rerun right
 // after a rewrite would otherwise prune the dead rows the rewrite left, page
 // by page, and write WAL for it (megabytes for a million rows): pruning is
