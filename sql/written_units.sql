@@ -199,6 +199,20 @@ DROP TABLE wq, wq_src, wt;
 DROP DOMAIN wq_label;
 DROP FUNCTION wq_run(text), wq_plant_wrong_digest(), wq_preimage();
 
+-- VACUUM, even VACUUM FREEZE, changes no row: the record still holds. (A
+-- frozen row keeps its xmin; the table's relfrozenxid then passes the
+-- writer, and the scan reads the frozen hint bits instead of the commit
+-- log, which may be truncated below it.)
+SELECT wu_fresh() AS trusted_before;
+VACUUM wu_0707;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_after_vacuum;
+SELECT wu_plant_wrong_digest('wu_0707') AS planted_again;
+VACUUM (FREEZE) wu_0707;
+SELECT age(relfrozenxid) < age(w.row_xmin) AS relfrozenxid_passed_the_writer
+  FROM pg_class c, idem.written_units w WHERE c.oid = 'wu_0707'::regclass AND w.relid = c.oid;
+SELECT wu_rerun() AS trusted_after_freeze;
+SELECT wu_rerun() AS then_skips;
+
 -- Mode 'swap': the record follows the new partition; the old one's goes.
 UPDATE wu_src SET v = 'swapped' WHERE id = 7;
 SELECT oid AS old_partition FROM pg_class WHERE oid = 'wu_0707'::regclass \gset
