@@ -32,21 +32,13 @@ struct ConvertedQuery {
     // immutable (equal query rows give equal cast rows); else "".
     std::string preimage_shape;
 
-    std::vector<std::string> positions() const
-    {
-        // The query's columns are renamed by position (q(c1, c2, ...)): two
-        // unnamed or equally named columns ("?column?") stay distinct.
-        std::vector<std::string> by_position;
-        for (std::size_t i = 0; i < casts.size(); ++i)
-            by_position.push_back("c" + std::to_string(i + 1));
-        return by_position;
-    }
     std::string rows() const
     {
         std::vector<std::string> named;
         for (std::size_t i = 0; i < casts.size(); ++i)
             named.push_back(casts[i] + " AS " + names[i]);
-        return "SELECT " + core::join(named) + " FROM (" + query + "\n) AS q (" + core::join(positions()) + ")";
+        return "SELECT " + core::join(named) + " FROM (" + query + "\n) AS q (" +
+               core::join(core::positional_columns(casts.size())) + ")";
     }
 };
 

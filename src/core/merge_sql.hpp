@@ -37,7 +37,7 @@ struct MergeColumn {
     std::string base_type = {};
     int typmod = -1;
     // A domain over such a type: the coerced value is then CAST to the
-    // domain (type), which checks its constraints. Empty: no domain.
+    // domain (type), which checks its constraints. false: not a domain.
     bool domain = false;
 };
 

@@ -21,29 +21,25 @@ std::string select_columns(const std::vector<std::string>& quoted_columns,
     return "SELECT " + join(quoted_columns) + " FROM " + qualified_relation;
 }
 
-std::string digest_aggregate_sql(const std::string& statement, std::size_t column_count)
+std::vector<std::string> positional_columns(std::size_t column_count, const std::string& qualifier)
 {
     std::vector<std::string> names;
-    std::vector<std::string> arguments;
-    for (std::size_t i = 1; i <= column_count; ++i) {
-        names.push_back("c" + std::to_string(i));
-        arguments.push_back("idem_rows.c" + std::to_string(i));
-    }
-    return "SELECT idem._digest_agg(" + join(arguments) + ") FROM (\n" + statement + "\n) AS idem_rows (" +
-           join(names) + ")";
+    for (std::size_t i = 1; i <= column_count; ++i)
+        names.push_back(qualifier + "c" + std::to_string(i));
+    return names;
+}
+
+std::string digest_aggregate_sql(const std::string& statement, std::size_t column_count)
+{
+    return "SELECT idem._digest_agg(" + join(positional_columns(column_count, "idem_rows.")) + ") FROM (\n" +
+           statement + "\n) AS idem_rows (" + join(positional_columns(column_count)) + ")";
 }
 
 std::string digest_aggregates_sql(const std::string& statement, std::size_t column_count,
                                   const std::vector<std::string>& expressions)
 {
-    std::vector<std::string> names;
-    std::vector<std::string> columns;
-    for (std::size_t i = 1; i <= column_count; ++i) {
-        names.push_back("c" + std::to_string(i));
-        columns.push_back("q.c" + std::to_string(i));
-    }
-    return "SELECT idem._digest_agg(" + join(columns) + "), idem._digest_agg(" + join(expressions) + ") FROM (\n" +
-           statement + "\n) AS q (" + join(names) + ")";
+    return "SELECT idem._digest_agg(" + join(positional_columns(column_count, "q.")) + "), idem._digest_agg(" +
+           join(expressions) + ") FROM (\n" + statement + "\n) AS q (" + join(positional_columns(column_count)) + ")";
 }
 
 std::string identifier_with_suffix(const std::string& name, const std::string& suffix)

@@ -51,6 +51,11 @@ std::string as_subquery(const std::string& statement);
 // distinct.
 std::string digest_aggregate_sql(const std::string& statement, std::size_t column_count);
 
+// c1, c2, ... cN, each after qualifier ("q." gives q.c1, ...): the names a
+// statement's columns get when it is renamed by position (AS q (c1, ...)),
+// so that unnamed or equally named columns stay distinct.
+std::vector<std::string> positional_columns(std::size_t column_count, const std::string& qualifier = "");
+
 // Two digests of one pass over a statement's rows: of the rows as it returns
 // them (columns q.c1, q.c2, ...), and of expressions over those columns
 // (each naming them q.cN, e.g. casts). One row: the two digest texts.
