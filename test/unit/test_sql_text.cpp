@@ -15,6 +15,8 @@ using pg_idempotent::core::identifier_with_suffix;
 using pg_idempotent::core::retarget_definition;
 using pg_idempotent::core::index_definition_on;
 using pg_idempotent::core::digest_aggregate_sql;
+using pg_idempotent::core::digest_aggregates_sql;
+using pg_idempotent::core::positional_columns;
 
 TEST(Join, Empty) { EXPECT_EQ(join({}), ""); }
 
@@ -59,6 +61,20 @@ TEST(DigestAggregateSql, OneArgumentPerColumnRenamedByPosition)
               "SELECT idem._digest_agg(idem_rows.c1, idem_rows.c2) FROM (\nSELECT a, a FROM s.t\n) AS idem_rows (c1, c2)");
     EXPECT_EQ(digest_aggregate_sql("VALUES (1)", 1),
               "SELECT idem._digest_agg(idem_rows.c1) FROM (\nVALUES (1)\n) AS idem_rows (c1)");
+}
+
+TEST(PositionalColumns, NamesAndQualifier)
+{
+    EXPECT_EQ(positional_columns(0), std::vector<std::string>{});
+    EXPECT_EQ(positional_columns(2), (std::vector<std::string>{"c1", "c2"}));
+    EXPECT_EQ(positional_columns(3, "q."), (std::vector<std::string>{"q.c1", "q.c2", "q.c3"}));
+}
+
+TEST(DigestAggregatesSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
+{
+    EXPECT_EQ(digest_aggregates_sql("SELECT a, b FROM t -- c", 2, {"CAST(q.c1 AS int)", "CAST(q.c2 AS text)"}),
+              "SELECT idem._digest_agg(q.c1, q.c2), idem._digest_agg(CAST(q.c1 AS int), CAST(q.c2 AS text)) FROM (\n"
+              "SELECT a, b FROM t -- c\n) AS q (c1, c2)");
 }
 
 TEST(DigestAggregateSql, ATrailingCommentCannotSwallowTheParenthesis)
