@@ -10,9 +10,9 @@
 
 EXTENSION = pg_idempotent
 MODULE_big = pg_idempotent
-EXTVERSION = 0.5.0
+EXTVERSION = 0.6.0
 
-CORE_OBJS = src/core/digest.o src/core/md5.o src/core/row_image.o src/core/sql_text.o src/core/merge_sql.o
+CORE_OBJS = src/core/digest.o src/core/md5.o src/core/row_image.o src/core/row_sample.o src/core/sql_text.o src/core/merge_sql.o
 PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
           src/pg/row_digest_receiver.o src/pg/identity.o src/pg/values.o src/pg/settings.o src/pg/key_row.o \
           src/pg/digest_aggregate.o src/pg/stamp_scan.o
@@ -22,7 +22,7 @@ OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)
 
 # 0.1.0 is the released install script and stays as it shipped; each later
 # version is an upgrade script, and CREATE EXTENSION runs the chain.
-DATA = pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql
+DATA = pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)

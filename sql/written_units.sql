@@ -199,6 +199,79 @@ DROP TABLE wq, wq_src, wt;
 DROP DOMAIN wq_label;
 DROP FUNCTION wq_run(text), wq_plant_wrong_digest(), wq_preimage();
 
+-- The sample of the query's rows (0.6.0): besides the preimage's digest,
+-- the record keeps the low 64 bits of the hash of every query row whose
+-- hash falls in one bucket (its low bits zero under a power-of-two
+-- modulus), at most 4096 of them. A rerun reads the query until the first
+-- row that proves it changed: a row of the bucket the sample does not hold,
+-- or one row more than the preimage has. The query here counts the rows it
+-- is read for (a sequence in its WHERE; the rows it returns are the same).
+CREATE TABLE ws (day date NOT NULL, id bigint NOT NULL, amount numeric(12,2)) PARTITION BY RANGE (day);
+CREATE TABLE ws_0707 PARTITION OF ws FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE TABLE ws_src AS SELECT '2024-07-07'::date AS day, g AS id, g * 1.5 AS amount FROM generate_series(1, 20000) g;
+CREATE SEQUENCE ws_reads;
+SELECT nextval('ws_reads') AS counting;
+CREATE FUNCTION ws_run(q text DEFAULT 'SELECT * FROM ws_src WHERE nextval(''ws_reads'') > 0')
+RETURNS TABLE (action text, rows_read bigint) LANGUAGE plpgsql AS $$
+DECLARE
+  before bigint := (SELECT last_value FROM ws_reads);
+BEGIN
+  SELECT o.action INTO action FROM idem.overwrite_partition('ws', '2024-07-07'::date, q) o;
+  rows_read := (SELECT last_value FROM ws_reads) - before;
+  RETURN NEXT;
+END $$;
+-- A u64 stored little-endian, as bit(64).
+CREATE FUNCTION ws_u64(b bytea) RETURNS bit(64) LANGUAGE sql IMMUTABLE AS $$
+  SELECT ('x' || string_agg(encode(substring(b from i for 1), 'hex'), '' ORDER BY i DESC))::bit(64)
+    FROM generate_series(1, 8) i
+$$;
+-- The first write reads the query twice: to hash it with its casts (and
+-- sample it), and to insert it.
+SELECT * FROM ws_run() AS first_write;
+-- The sample is the bucket exactly: every query row whose hash (as
+-- idem._row_digest gives it) has its low bits zero under the modulus, and
+-- no other.
+WITH s AS (SELECT query_sample AS b FROM idem.written_units WHERE relid = 'ws_0707'::regclass),
+m AS (SELECT ws_u64(substring(b from 1 for 8))::bigint AS modulus FROM s),
+sampled AS (SELECT ws_u64(substring(b from 9 + 8 * k for 8)) AS lo FROM s, generate_series(0, length(b) / 8 - 2) k),
+query_rows AS (SELECT DISTINCT ('x' || encode(substring(uuid_send(idem._row_digest(q)) from 9 for 8), 'hex'))::bit(64) AS lo
+                 FROM (SELECT * FROM ws_src) q),
+bucket AS (SELECT lo FROM query_rows, m WHERE (lo & (modulus - 1)::bit(64)) = 0::bigint::bit(64))
+SELECT (SELECT modulus FROM m) AS modulus,
+       (SELECT count(*) FROM sampled) BETWEEN 1024 AND 4096 AS at_most_4096,
+       NOT EXISTS (SELECT lo FROM sampled EXCEPT SELECT lo FROM bucket) AS only_the_bucket,
+       NOT EXISTS (SELECT lo FROM bucket EXCEPT SELECT lo FROM sampled) AS all_the_bucket;
+-- An identical rerun reads the whole query: the sample never says "same".
+SELECT * FROM ws_run() AS identical_rerun;
+-- Every row changed: the rerun stops within the first rows, then reads the
+-- query twice to write it.
+UPDATE ws_src SET amount = amount + 1;
+SELECT action, rows_read - 40000 BETWEEN 1 AND 100 AS stopped_early FROM ws_run() AS every_row_changed;
+SELECT * FROM ws_run() AS identical_again;
+-- One row changed: read until it, if the sample holds its bucket, else to
+-- the end; either way it is written.
+UPDATE ws_src SET amount = amount + 1 WHERE id = 20000;
+SELECT action, rows_read BETWEEN 40001 AND 60000 AS read_at_most_three_times FROM ws_run() AS one_row_changed;
+SELECT count(*) = 20000 AND sum(amount) = (SELECT sum(amount) FROM ws_src) AS written FROM ws;
+-- Every row twice: each is a row of the preimage, but the count passes it;
+-- the rerun stops at row 20,001 (then reads the 40,000 rows twice).
+SELECT * FROM ws_run($q$SELECT * FROM ws_src WHERE nextval('ws_reads') > 0
+                   UNION ALL SELECT * FROM ws_src WHERE nextval('ws_reads') > 0$q$) AS every_row_twice;
+-- Back to once: every row is a row of that preimage and there are fewer,
+-- so nothing stops the rerun; it reads the query to the end, then twice more.
+SELECT * FROM ws_run() AS back_to_once;
+-- A wrong sample costs a pass, never a wrong answer: one that excludes
+-- every row (modulus 1, no entry) stops the rerun at the first row, and the
+-- cast rows, compared next, are the partition's: it skips.
+UPDATE idem.written_units SET query_sample = '\x0100000000000000' WHERE relid = 'ws_0707'::regclass;
+SELECT * FROM ws_run() AS sample_excluding_all;
+-- A sample that does not parse is not used: the whole query is read.
+UPDATE idem.written_units SET query_sample = '\x03' WHERE relid = 'ws_0707'::regclass;
+SELECT * FROM ws_run() AS unreadable_sample;
+DROP TABLE ws, ws_src;
+DROP SEQUENCE ws_reads;
+DROP FUNCTION ws_run(text), ws_u64(bytea);
+
 -- VACUUM, even VACUUM FREEZE, changes no row: the record still holds. (A
 -- frozen row keeps its xmin; the table's relfrozenxid then passes the
 -- writer, and the scan reads the frozen hint bits instead of the commit

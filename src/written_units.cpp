@@ -19,6 +19,9 @@ bool installed() { return pg::relation_exists("idem", "written_units"); }
 // keeps and reads records without it.
 bool keeps_preimages() { return pg::column_exists("idem", "written_units", "query_digest"); }
 
+// And the sample of the query's rows came with 0.6.0.
+bool keeps_samples() { return pg::column_exists("idem", "written_units", "query_sample"); }
+
 // Reading xmin and cmin needs SELECT on the whole table, which column
 // privileges do not give. Checked as the caller, who then reads them.
 bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
@@ -53,12 +56,14 @@ std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relatio
     if (shape.empty() || !installed())
         return std::nullopt;
     const bool preimages = keeps_preimages();
+    const bool samples = preimages && keeps_samples();
     pg::QueryResult record;
     pg::as_extension_owner([&] {
         record = spi.query_saved(
             std::string("SELECT w.digest, w.row_count::pg_catalog.text, w.row_xmin::pg_catalog.text,"
                         " w.row_cmin::pg_catalog.text, ") +
             (preimages ? "w.query_shape, w.query_digest" : "NULL::pg_catalog.text, NULL::pg_catalog.text") +
+            (samples ? ", pg_catalog.encode(w.query_sample, 'hex')" : ", NULL::pg_catalog.text") +
             " FROM idem.written_units w"
             " WHERE w.relid OPERATOR(pg_catalog.=) $1 AND w.shape OPERATOR(pg_catalog.=) $2"
             // No 32-bit xid reused since: fewer than 2^31 transactions later.
@@ -92,7 +97,7 @@ std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relatio
     // The same rows, so as many query rows as stored ones.
     if (r.at(4).has_value() && r.at(5).has_value() &&
         std::to_string(core::digest_text_count(*r.at(5))) == expected)
-        written.preimage = QueryPreimage{*r.at(4), *r.at(5)};
+        written.preimage = QueryPreimage{*r.at(4), *r.at(5), r.at(6).value_or("")};
     return written;
 }
 
@@ -136,6 +141,17 @@ void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const st
         }
         values.push_back(Param::of_text(preimage ? std::optional<std::string>(preimage->shape) : std::nullopt));
         values.push_back(Param::of_text(preimage ? std::optional<std::string>(preimage->digest) : std::nullopt));
+        if (keeps_samples()) {
+            values.push_back(Param::of_text(preimage && !preimage->sample.empty()
+                                                ? std::optional<std::string>(preimage->sample)
+                                                : std::nullopt));
+            spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin,"
+                            " written_by, query_shape, query_digest, query_sample)"
+                            " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid,"
+                            " pg_catalog.pg_current_xact_id(), $7, $8, pg_catalog.decode($9, 'hex'))",
+                            values);
+            return;
+        }
         spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by,"
                         " query_shape, query_digest)"
                         " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid, pg_catalog.pg_current_xact_id(),"

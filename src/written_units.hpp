@@ -50,6 +50,9 @@ std::string unit_shape(const pg::Relation& parent, const pg::Relation& unit);
 struct QueryPreimage {
     std::string shape;
     std::string digest;
+    // core::RowSampleBuilder::hex() of the same rows ("" when none: a record
+    // from 0.5.0), so a rerun can stop reading a query whose rows changed.
+    std::string sample;
 };
 
 // What a valid record says of the unit.

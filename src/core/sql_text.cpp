@@ -35,11 +35,13 @@ std::string digest_aggregate_sql(const std::string& statement, std::size_t colum
            statement + "\n) AS idem_rows (" + join(positional_columns(column_count)) + ")";
 }
 
-std::string digest_aggregates_sql(const std::string& statement, std::size_t column_count,
-                                  const std::vector<std::string>& expressions)
+std::string columns_beside_sql(const std::string& statement, std::size_t column_count,
+                               const std::vector<std::string>& expressions)
 {
-    return "SELECT idem._digest_agg(" + join(positional_columns(column_count, "q.")) + "), idem._digest_agg(" +
-           join(expressions) + ") FROM (\n" + statement + "\n) AS q (" + join(positional_columns(column_count)) + ")";
+    std::vector<std::string> select = positional_columns(column_count, "q.");
+    select.insert(select.end(), expressions.begin(), expressions.end());
+    return "SELECT " + join(select) + " FROM (\n" + statement + "\n) AS q (" + join(positional_columns(column_count)) +
+           ")";
 }
 
 std::string identifier_with_suffix(const std::string& name, const std::string& suffix)

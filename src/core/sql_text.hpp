@@ -56,10 +56,11 @@ std::string digest_aggregate_sql(const std::string& statement, std::size_t colum
 // so that unnamed or equally named columns stay distinct.
 std::vector<std::string> positional_columns(std::size_t column_count, const std::string& qualifier = "");
 
-// Two digests of one pass over a statement's rows: of the rows as it returns
-// them (columns q.c1, q.c2, ...), and of expressions over those columns
-// (each naming them q.cN, e.g. casts). One row: the two digest texts.
-std::string digest_aggregates_sql(const std::string& statement, std::size_t column_count,
-                                  const std::vector<std::string>& expressions);
+// A statement's rows renamed by position (columns q.c1, q.c2, ...), followed
+// by expressions over those columns (each naming them q.cN, e.g. casts):
+// the rows as it returns them and what they become, side by side, from one
+// pass over it.
+std::string columns_beside_sql(const std::string& statement, std::size_t column_count,
+                               const std::vector<std::string>& expressions = {});
 
 }  // namespace pg_idempotent::core

@@ -13,12 +13,13 @@ struct ColumnInfo {
 
 struct RowDigestReceiver {
     DestReceiver pub;  // first, so the executor can treat us as a DestReceiver
-    core::RowHasher* hasher;
-    core::MultisetDigest* digest;
+    DigestTargets targets;
+    std::uint64_t rows;         // sent so far
     MemoryContext context;      // the column array, and row_context below
     MemoryContext row_context;  // detoasted copies live here for one row
     ColumnInfo* columns;        // the live columns, in attnum order
     int live;                   // how many
+    int first_live;             // how many of them are before targets.split (all when split is 0)
     int natts;                  // of the descriptor the columns were read from
 };
 
@@ -33,17 +34,41 @@ void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
     r->columns = static_cast<ColumnInfo*>(
         MemoryContextAlloc(r->context, sizeof(ColumnInfo) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
     r->live = 0;
+    r->first_live = 0;
     r->natts = natts;
+    r->rows = 0;
+    const int split = r->targets.split > 0 ? r->targets.split : natts;
     for (int i = 0; i < natts; ++i) {
         Form_pg_attribute att = TupleDescAttr(typeinfo, i);
         if (att->attisdropped)
             continue;  // never part of a row's image
         r->columns[r->live++] = ColumnInfo{i, att->attlen, att->attbyval};
+        if (i < split)
+            r->first_live = r->live;
     }
+}
+
+// Hashes columns [from, to) of r->columns of the slot's values as one row.
+// Returns whether it allocated in the current context (see feed_column_image).
+inline bool hash_columns(RowDigestReceiver* r, const Datum* values, const bool* isnull, int from, int to,
+                         core::Digest128* row)
+{
+    core::RowHasher* h = r->targets.hasher;
+    bool copied = false;
+    h->begin_row(static_cast<uint32>(to - from));
+    for (int k = from; k < to; ++k) {
+        const ColumnInfo& c = r->columns[k];
+        copied |= feed_column_image(h, values[c.index], isnull[c.index], c.typlen, c.typbyval);
+    }
+    *row = h->end_row();
+    if (!h->ok())
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
+    return copied;
 }
 
 // Called by the executor for every row: no C++ object lives in this frame, and
 // the core calls are noexcept, so an ERROR from detoasting unwinds cleanly.
+// Returning false ends the query (the executor sends no more rows).
 bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
@@ -52,23 +77,28 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
              slot->tts_tupleDescriptor->natts);
     slot_getallattrs(slot);
 
-    core::RowHasher* h = r->hasher;
+    const DigestTargets& t = r->targets;
     const Datum* values = slot->tts_values;
     const bool* isnull = slot->tts_isnull;
     MemoryContext old = MemoryContextSwitchTo(r->row_context);
-    bool copied = false;
-    h->begin_row(static_cast<uint32>(r->live));
-    for (int k = 0; k < r->live; ++k) {
-        const ColumnInfo& c = r->columns[k];
-        copied |= feed_column_image(h, values[c.index], isnull[c.index], c.typlen, c.typbyval);
+    core::Digest128 row;
+    bool copied = hash_columns(r, values, isnull, 0, r->first_live, &row);
+    if (t.second != nullptr) {
+        core::Digest128 second;
+        copied |= hash_columns(r, values, isnull, r->first_live, r->live, &second);
+        t.second->add(second);
     }
-    const core::Digest128 row = h->end_row();
     MemoryContextSwitchTo(old);
-    if (!h->ok())
-        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
-    r->digest->add(row);
     if (copied)
         MemoryContextReset(r->row_context);
+    t.digest->add(row);
+    if (t.sample != nullptr)
+        t.sample->add(row);
+    if (++r->rows > t.max_rows || (t.check != nullptr && t.check->excludes(row))) {
+        if (t.stopped != nullptr)
+            *t.stopped = true;
+        return false;
+    }
     return true;
 }
 
@@ -87,7 +117,7 @@ void receiver_destroy(DestReceiver* self) { pfree(self); }
 
 }  // namespace
 
-DestReceiver* make_row_digest_receiver(core::RowHasher* hasher, core::MultisetDigest* digest)
+DestReceiver* make_row_digest_receiver(const DigestTargets& targets)
 {
     auto* r = static_cast<RowDigestReceiver*>(palloc0(sizeof(RowDigestReceiver)));
     r->pub.receiveSlot = receiver_receive;
@@ -97,8 +127,7 @@ DestReceiver* make_row_digest_receiver(core::RowHasher* hasher, core::MultisetDi
     // Any mode but DestNone/DestSPI: SPI then reports SPI_OK_SELECT and leaves
     // the rows to us (plpgsql's RETURN QUERY does the same with a tuplestore).
     r->pub.mydest = DestTuplestore;
-    r->hasher = hasher;
-    r->digest = digest;
+    r->targets = targets;
     return &r->pub;
 }
 

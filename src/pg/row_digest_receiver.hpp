@@ -3,17 +3,18 @@
 // memory instead of collecting rows in SPI's tuple table.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
+#include "pg/digest_targets.hpp"
 #include "pg/postgres.hpp"
 
 namespace pg_idempotent::pg {
 
 // Allocated with palloc in the current memory context (call under pg_call).
-// The hasher and digest are owned by the caller and outlive the receiver.
-DestReceiver* make_row_digest_receiver(core::RowHasher* hasher, core::MultisetDigest* digest);
+DestReceiver* make_row_digest_receiver(const DigestTargets& targets);
 
 // Feeds one column's stored image to the hasher: NULL, or the bytes that
 // datum_image_eq compares (detoasted, header-free for varlenas). Plain C-style

@@ -293,6 +293,17 @@ std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
 
 core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Params& params)
 {
+    auto hasher = std::make_unique<core::RowHasher>();
+    core::MultisetDigest digest;
+    DigestTargets targets;
+    targets.hasher = hasher.get();
+    targets.digest = &digest;
+    digest_rows_into(sql, targets, params);
+    return digest;
+}
+
+void SpiSession::digest_rows_into(const std::string& sql, const DigestTargets& targets, const Params& params)
+{
     connect();
     SpiArgs args = convert_params(params);
     SPIPlanPtr plan = pg_call([&] { return SPI_prepare(sql.c_str(), args.count, args.types); });
@@ -304,21 +315,16 @@ core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Param
                         "The query was: " + sql,
                         "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
     }
-    auto hasher = std::make_unique<core::RowHasher>();
-    core::MultisetDigest digest;
     ParamListInfo list = to_param_list(args);
-    core::RowHasher* h = hasher.get();
-    core::MultisetDigest* d = &digest;
     const int rc = pg_call([&] {
         SPIExecuteOptions options;
         memset(&options, 0, sizeof options);
         options.params = list;
         options.read_only = false;
-        options.dest = make_row_digest_receiver(h, d);
+        options.dest = make_row_digest_receiver(targets);
         return SPI_execute_plan_extended(plan, &options);
     });
     check_spi(rc, "SPI_execute_plan_extended");
-    return digest;
 }
 
 bool SpiSession::has_digest_aggregate()

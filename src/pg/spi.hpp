@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/digest.hpp"
+#include "pg/digest_targets.hpp"
 #include "pg/values.hpp"
 
 struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
@@ -85,6 +86,10 @@ public:
     // (constant memory; nothing is copied into SPI's tuple table). Caller SQL
     // is welcome here: it must be a single statement that returns rows.
     core::MultisetDigest digest_rows(const std::string& sql, const Params& params = {});
+    // The same, into targets (targets.hasher and targets.digest must be
+    // set): a second digest of columns sent side by side, a sample, an early
+    // stop (pg/digest_targets.hpp).
+    void digest_rows_into(const std::string& sql, const DigestTargets& targets, const Params& params = {});
 
     // The digest text of the rows of a SELECT the extension built, with
     // column_count columns: computed by the aggregate idem._digest_agg, so

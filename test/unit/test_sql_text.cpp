@@ -15,7 +15,7 @@ using pg_idempotent::core::identifier_with_suffix;
 using pg_idempotent::core::retarget_definition;
 using pg_idempotent::core::index_definition_on;
 using pg_idempotent::core::digest_aggregate_sql;
-using pg_idempotent::core::digest_aggregates_sql;
+using pg_idempotent::core::columns_beside_sql;
 using pg_idempotent::core::positional_columns;
 
 TEST(Join, Empty) { EXPECT_EQ(join({}), ""); }
@@ -70,11 +70,12 @@ TEST(PositionalColumns, NamesAndQualifier)
     EXPECT_EQ(positional_columns(3, "q."), (std::vector<std::string>{"q.c1", "q.c2", "q.c3"}));
 }
 
-TEST(DigestAggregatesSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
+TEST(ColumnsBesideSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
 {
-    EXPECT_EQ(digest_aggregates_sql("SELECT a, b FROM t -- c", 2, {"CAST(q.c1 AS int)", "CAST(q.c2 AS text)"}),
-              "SELECT idem._digest_agg(q.c1, q.c2), idem._digest_agg(CAST(q.c1 AS int), CAST(q.c2 AS text)) FROM (\n"
+    EXPECT_EQ(columns_beside_sql("SELECT a, b FROM t -- c", 2, {"CAST(q.c1 AS int)", "CAST(q.c2 AS text)"}),
+              "SELECT q.c1, q.c2, CAST(q.c1 AS int), CAST(q.c2 AS text) FROM (\n"
               "SELECT a, b FROM t -- c\n) AS q (c1, c2)");
+    EXPECT_EQ(columns_beside_sql("SELECT 1, 1", 2), "SELECT q.c1, q.c2 FROM (\nSELECT 1, 1\n) AS q (c1, c2)");
 }
 
 TEST(DigestAggregateSql, ATrailingCommentCannotSwallowTheParenthesis)

@@ -1,0 +1,34 @@
+// What a digest of streamed rows computes besides the digest itself: a
+// second digest of columns sent side by side, a sample, an early stop. Filled
+// by callers of SpiSession::digest_rows_into; the digest receiver
+// (pg/row_digest_receiver.hpp) acts on it. No PostgreSQL header.
+#pragma once
+
+#include <cstdint>
+
+#include "core/digest.hpp"
+#include "core/row_image.hpp"
+#include "core/row_sample.hpp"
+
+namespace pg_idempotent::pg {
+
+// What a digest receiver does with the rows it is sent. Everything pointed
+// to is owned by the caller and outlives the receiver.
+struct DigestTargets {
+    core::RowHasher* hasher = nullptr;
+    core::MultisetDigest* digest = nullptr;  // of the columns before split (all of them when split is 0)
+    // split > 0: the columns from split on are a second row, hashed into
+    // second (a query's rows and their casts, sent side by side).
+    int split = 0;
+    core::MultisetDigest* second = nullptr;
+    // Fed the hash of every (first) row.
+    core::RowSampleBuilder* sample = nullptr;
+    // Stop the query, setting *stopped, at the first row that proves the
+    // rows are not the sampled multiset (excluded by check, or one more than
+    // max_rows): what was hashed until then is not a digest of the rows.
+    const core::RowSample* check = nullptr;
+    std::uint64_t max_rows = UINT64_MAX;
+    bool* stopped = nullptr;
+};
+
+}  // namespace pg_idempotent::pg
