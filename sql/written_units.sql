@@ -231,16 +231,21 @@ SELECT * FROM ws_run() AS first_write;
 -- The sample is the bucket exactly: every query row whose hash (as
 -- idem._row_digest gives it) has its low bits zero under the modulus, and
 -- no other.
+CREATE FUNCTION ws_sample_is_the_bucket()
+RETURNS TABLE (modulus bigint, at_most_4096 boolean, only_the_bucket boolean, all_the_bucket boolean)
+LANGUAGE sql AS $$
 WITH s AS (SELECT query_sample AS b FROM idem.written_units WHERE relid = 'ws_0707'::regclass),
 m AS (SELECT ws_u64(substring(b from 1 for 8))::bigint AS modulus FROM s),
 sampled AS (SELECT ws_u64(substring(b from 9 + 8 * k for 8)) AS lo FROM s, generate_series(0, length(b) / 8 - 2) k),
 query_rows AS (SELECT DISTINCT ('x' || encode(substring(uuid_send(idem._row_digest(q)) from 9 for 8), 'hex'))::bit(64) AS lo
                  FROM (SELECT * FROM ws_src) q),
 bucket AS (SELECT lo FROM query_rows, m WHERE (lo & (modulus - 1)::bit(64)) = 0::bigint::bit(64))
-SELECT (SELECT modulus FROM m) AS modulus,
-       (SELECT count(*) FROM sampled) BETWEEN 1024 AND 4096 AS at_most_4096,
-       NOT EXISTS (SELECT lo FROM sampled EXCEPT SELECT lo FROM bucket) AS only_the_bucket,
-       NOT EXISTS (SELECT lo FROM bucket EXCEPT SELECT lo FROM sampled) AS all_the_bucket;
+SELECT (SELECT modulus FROM m),
+       (SELECT count(*) FROM sampled) BETWEEN 1024 AND 4096,
+       NOT EXISTS (SELECT lo FROM sampled EXCEPT SELECT lo FROM bucket),
+       NOT EXISTS (SELECT lo FROM bucket EXCEPT SELECT lo FROM sampled)
+$$;
+SELECT * FROM ws_sample_is_the_bucket();
 -- An identical rerun reads the whole query: the sample never says "same".
 SELECT * FROM ws_run() AS identical_rerun;
 -- Every row changed: the rerun stops within the first rows, then reads the
@@ -268,9 +273,33 @@ SELECT * FROM ws_run() AS sample_excluding_all;
 -- A sample that does not parse is not used: the whole query is read.
 UPDATE idem.written_units SET query_sample = '\x03' WHERE relid = 'ws_0707'::regclass;
 SELECT * FROM ws_run() AS unreadable_sample;
+-- The write computes the sample with the aggregate idem._digest_sample_agg,
+-- which parallel workers may share: each samples its part of the rows, and
+-- the leader merges the samples. Planned that way here (for a query without
+-- nextval, which is parallel unsafe), it is still exactly the bucket, and
+-- its digest is the checksum of the rows; the rerun counting its reads then
+-- reads them all and skips.
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT idem._digest_sample_agg(q.c1, q.c2, q.c3) FROM (SELECT * FROM ws_src) AS q (c1, c2, c3);
+SELECT split_part(idem._digest_sample_agg(q.c1, q.c2, q.c3), ' ', 1) = idem.checksum_query('SELECT * FROM ws_src')
+         AS digest_is_the_checksum
+  FROM (SELECT * FROM ws_src) AS q (c1, c2, c3);
+UPDATE ws_src SET amount = amount + 1;
+SELECT action FROM ws_run('SELECT * FROM ws_src') AS written_in_parallel;
+SELECT * FROM ws_sample_is_the_bucket();
+SELECT * FROM ws_run() AS identical_after_parallel;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+-- No row: the empty digest, and a sample that excludes every row.
+SELECT idem._digest_sample_agg(1) AS of_no_row WHERE false;
 DROP TABLE ws, ws_src;
 DROP SEQUENCE ws_reads;
-DROP FUNCTION ws_run(text), ws_u64(bytea);
+DROP FUNCTION ws_run(text), ws_u64(bytea), ws_sample_is_the_bucket();
 
 -- VACUUM, even VACUUM FREEZE, changes no row: the record still holds. (A
 -- frozen row keeps its xmin; the table's relfrozenxid then passes the

@@ -135,10 +135,22 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
         in.cast = rows_digest(spi, shape, converted.rows());
         return in;
     }
-    // The query's columns and their casts side by side, hashed as two rows,
-    // and the sample of the query's rows (core/row_sample.hpp).
+    if (records_query_samples()) {
+        // Two aggregates, so PostgreSQL may share the pass among parallel
+        // workers: "<digest> <sample>" of the query's rows, and the digest of
+        // their casts.
+        auto r = spi.query(core::sampled_digest_and_digest_sql(converted.query, converted.casts.size(), converted.casts));
+        const std::string sampled = r.rows.at(0).at(0).value_or("");
+        const std::size_t space = sampled.find(' ');
+        in.preimage = QueryPreimage{converted.preimage_shape, sampled.substr(0, space),
+                                    space == std::string::npos ? "" : sampled.substr(space + 1)};
+        in.cast = r.rows.at(0).at(1).value_or("");
+        return in;
+    }
+    // SQL objects older than the module (before ALTER EXTENSION ... UPDATE):
+    // no sample to keep. The query's columns and their casts side by side,
+    // hashed as two rows.
     const auto hasher = std::make_unique<core::RowHasher>();
-    const auto sample = std::make_unique<core::RowSampleBuilder>();
     core::MultisetDigest raw;
     core::MultisetDigest cast;
     pg::DigestTargets targets;
@@ -146,9 +158,8 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
     targets.digest = &raw;
     targets.split = static_cast<int>(converted.casts.size());
     targets.second = &cast;
-    targets.sample = sample.get();
     spi.digest_rows_into(core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts), targets);
-    in.preimage = QueryPreimage{converted.preimage_shape, raw.text(), sample->hex()};
+    in.preimage = QueryPreimage{converted.preimage_shape, raw.text(), ""};
     in.cast = cast.text();
     return in;
 }

@@ -58,6 +58,11 @@ PG_FUNCTION_INFO_V1(idem__digest_agg_combine);
 PG_FUNCTION_INFO_V1(idem__digest_agg_serialize);
 PG_FUNCTION_INFO_V1(idem__digest_agg_deserialize);
 PG_FUNCTION_INFO_V1(idem__digest_agg_final);
+PG_FUNCTION_INFO_V1(idem__digest_sample_agg_add);
+PG_FUNCTION_INFO_V1(idem__digest_sample_agg_combine);
+PG_FUNCTION_INFO_V1(idem__digest_sample_agg_serialize);
+PG_FUNCTION_INFO_V1(idem__digest_sample_agg_deserialize);
+PG_FUNCTION_INFO_V1(idem__digest_sample_agg_final);
 PG_FUNCTION_INFO_V1(idem__boundary_probe);
 PG_FUNCTION_INFO_V1(idem_merge);
 PG_FUNCTION_INFO_V1(idem_merge_query);
@@ -135,6 +140,11 @@ Datum idem__digest_agg_combine(PG_FUNCTION_ARGS) { return pg::digest_agg_combine
 Datum idem__digest_agg_serialize(PG_FUNCTION_ARGS) { return pg::digest_agg_serialize(fcinfo); }
 Datum idem__digest_agg_deserialize(PG_FUNCTION_ARGS) { return pg::digest_agg_deserialize(fcinfo); }
 Datum idem__digest_agg_final(PG_FUNCTION_ARGS) { return pg::digest_agg_final(fcinfo); }
+Datum idem__digest_sample_agg_add(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_transition(fcinfo); }
+Datum idem__digest_sample_agg_combine(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_combine(fcinfo); }
+Datum idem__digest_sample_agg_serialize(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_serialize(fcinfo); }
+Datum idem__digest_sample_agg_deserialize(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_deserialize(fcinfo); }
+Datum idem__digest_sample_agg_final(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_final(fcinfo); }
 
 Datum idem__row_digest(PG_FUNCTION_ARGS)
 {

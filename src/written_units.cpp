@@ -33,6 +33,8 @@ bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
 
 }  // namespace
 
+bool records_query_samples() { return installed() && keeps_preimages() && keeps_samples(); }
+
 std::string unit_shape(const pg::Relation& parent, const pg::Relation& unit)
 {
     std::string shape;

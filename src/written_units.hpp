@@ -24,7 +24,9 @@
 // kept only when the rows stored are exactly the rows those casts give (the
 // INSERT's RETURNING digest is the digest of the cast rows of the same pass
 // over the query: no BEFORE trigger changed them, the query returned the
-// same rows twice).
+// same rows twice). With it goes a sample of the query's row hashes
+// (core/row_sample.hpp), so that a rerun whose query rows changed stops
+// reading the query at the first row that proves it.
 //
 // The record is a cache in idem.written_units, keyed by the partition's OID,
 // written in the caller's transaction as the extension owner. It is not
@@ -60,6 +62,10 @@ struct WrittenUnit {
     std::string digest;                     // of the unit's rows
     std::optional<QueryPreimage> preimage;  // of the query rows that gave them, when known
 };
+
+// Whether records keep the sample of the query's rows (0.6.0 SQL objects:
+// the column, and the aggregate idem._digest_sample_agg that computes it).
+bool records_query_samples();
 
 // The record of unit, when it proves the rows unchanged since
 // overwrite_partition wrote them; nullopt when it cannot.

@@ -18,7 +18,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,24 +29,46 @@ namespace pg_idempotent::core {
 // Collects the sample of the rows it is given. It starts with every row in
 // the bucket (modulus 1) and doubles the modulus whenever the sample is full,
 // dropping the entries that leave the bucket, so it holds at most kCapacity
-// entries (32 kB) in memory allocated once, up front. For n rows (n >
-// kCapacity) it ends with between kCapacity / 4 and kCapacity entries.
+// entries (32 kB), stored inline: it allocates nothing, and it can live in
+// memory PostgreSQL owns (an aggregate's state) without a destructor to run.
+// For n rows (n > kCapacity) it ends with between kCapacity / 4 and
+// kCapacity entries.
 class RowSampleBuilder {
 public:
     static constexpr std::size_t kCapacity = 4096;
 
-    RowSampleBuilder();  // allocates: call outside the executor's callbacks
-    void add(const Digest128& row) noexcept;
+    void add(const Digest128& row) noexcept { add_entry(row.lo); }
+    // The sample of both multisets (parallel workers' shares): the larger
+    // modulus, and the entries of both in its bucket.
+    void merge(const RowSampleBuilder& other) noexcept;
+
+    // The modulus, then the entries, 8 bytes each, little-endian: the
+    // entries as held (hex() sorts them), for a partial state sent between
+    // processes.
+    std::size_t serialized_size() const noexcept { return 8 * (size_ + 1); }
+    void serialize(unsigned char* out) const noexcept;
+    // Replaces this sample by a serialized one; false (and this sample left
+    // empty) unless it is well formed: a power-of-two modulus, at most
+    // kCapacity entries, each in the bucket.
+    bool deserialize(const unsigned char* in, std::size_t length) noexcept;
+
     // Hex of: the modulus, then the entries, ascending and distinct; 8 bytes
     // each, little-endian. RowSample::parse reads it back.
     std::string hex() const;
+    // The same without allocating: out has room for hex_capacity() chars
+    // (the text, then a NUL), scratch for size() entries. Returns the length.
+    std::size_t hex_capacity() const noexcept { return 16 * (size_ + 1) + 1; }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t hex_into(char* out, std::uint64_t* scratch) const noexcept;
 
 private:
+    void add_entry(std::uint64_t entry) noexcept;
     void make_room() noexcept;  // dedupes, then doubles the modulus if still full
+    void keep_bucket() noexcept;  // drops the entries outside the bucket
 
-    std::unique_ptr<std::uint64_t[]> entries_;
-    std::size_t size_ = 0;
     std::uint64_t mask_ = 0;  // modulus - 1
+    std::size_t size_ = 0;
+    std::uint64_t entries_[kCapacity];
 };
 
 // A sample read back, to test rows against.

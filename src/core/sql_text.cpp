@@ -35,6 +35,13 @@ std::string digest_aggregate_sql(const std::string& statement, std::size_t colum
            statement + "\n) AS idem_rows (" + join(positional_columns(column_count)) + ")";
 }
 
+std::string sampled_digest_and_digest_sql(const std::string& statement, std::size_t column_count,
+                                          const std::vector<std::string>& expressions)
+{
+    return "SELECT idem._digest_sample_agg(" + join(positional_columns(column_count, "q.")) + "), idem._digest_agg(" +
+           join(expressions) + ") FROM (\n" + statement + "\n) AS q (" + join(positional_columns(column_count)) + ")";
+}
+
 std::string columns_beside_sql(const std::string& statement, std::size_t column_count,
                                const std::vector<std::string>& expressions)
 {

@@ -56,6 +56,13 @@ std::string digest_aggregate_sql(const std::string& statement, std::size_t colum
 // so that unnamed or equally named columns stay distinct.
 std::vector<std::string> positional_columns(std::size_t column_count, const std::string& qualifier = "");
 
+// From one pass over a statement's rows: the digest and sample of the rows
+// as it returns them (idem._digest_sample_agg over columns q.c1, q.c2, ...),
+// and the digest of expressions over those columns (idem._digest_agg; each
+// expression names them q.cN, e.g. casts). One row of two texts.
+std::string sampled_digest_and_digest_sql(const std::string& statement, std::size_t column_count,
+                                          const std::vector<std::string>& expressions);
+
 // A statement's rows renamed by position (columns q.c1, q.c2, ...), followed
 // by expressions over those columns (each naming them q.cN, e.g. casts):
 // the rows as it returns them and what they become, side by side, from one

@@ -4,6 +4,7 @@
 
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
+#include "core/row_sample.hpp"
 #include "pg/row_digest_receiver.hpp"
 
 namespace pg_idempotent::pg {
@@ -35,6 +36,14 @@ struct DigestAggState {
     core::MultisetDigest digest;
 };
 
+// The same for idem._digest_sample_agg: the digest and the sample of the
+// same rows. The sample is stored inline (32 kB), so the state needs no
+// destructor either.
+struct DigestSampleAggState {
+    core::MultisetDigest digest;
+    core::RowSampleBuilder sample;
+};
+
 void destroy_hasher(void* arg)
 {
     auto* call = static_cast<CallInfo*>(arg);
@@ -49,15 +58,16 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
     MemoryContext context = nullptr;
     if (!AggCheckCallContext(fcinfo, &context))
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("%s can only be called by the aggregate idem._digest_agg", caller),
+                        errmsg("%s can only be called by its aggregate", caller),
                         errhint("Use idem.checksum or idem.checksum_query.")));
     return context;
 }
 
-DigestAggState* new_state(MemoryContext context)
+template <typename State>
+State* new_state(MemoryContext context)
 {
-    void* memory = MemoryContextAlloc(context, sizeof(DigestAggState));
-    return new (memory) DigestAggState();  // trivially destructible
+    void* memory = MemoryContextAlloc(context, sizeof(State));
+    return new (memory) State();  // trivially destructible
 }
 
 // The arguments' storage, read from the types the call was planned with.
@@ -103,16 +113,12 @@ uint64 get_u64le(const unsigned char* in)
     return v;
 }
 
-}  // namespace
-
-Datum digest_agg_transition(FunctionCallInfo fcinfo)
+// The hash of the row given as the arguments after the state.
+pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinfo, const char* aggregate)
 {
-    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_add");
     const CallInfo* call = call_info(fcinfo);
     if (call->argument_count != PG_NARGS() - 1)
-        elog(ERROR, "idem._digest_agg: planned for %d columns, given %d", call->argument_count, PG_NARGS() - 1);
-    DigestAggState* state =
-        PG_ARGISNULL(0) ? new_state(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
+        elog(ERROR, "%s: planned for %d columns, given %d", aggregate, call->argument_count, PG_NARGS() - 1);
     // Detoasted copies go to the current context, which the executor resets
     // for every input row.
     core::RowHasher* h = call->hasher;
@@ -124,6 +130,45 @@ Datum digest_agg_transition(FunctionCallInfo fcinfo)
     const core::Digest128 row = h->end_row();
     if (!h->ok())
         ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
+    return row;
+}
+
+void put_digest(unsigned char* p, const core::MultisetDigest& digest)
+{
+    const core::Digest128 sum = digest.sum();
+    put_u64le(p, digest.count());
+    put_u64le(p + 8, sum.hi);
+    put_u64le(p + 16, sum.lo);
+}
+
+core::MultisetDigest get_digest(const unsigned char* p)
+{
+    core::Digest128 sum;
+    sum.hi = get_u64le(p + 8);
+    sum.lo = get_u64le(p + 16);
+    return core::MultisetDigest::from_parts(sum, get_u64le(p));
+}
+
+// "v1:<count>:<hex>", palloc'd, NUL-terminated; room for extra more chars.
+char* digest_text(const core::MultisetDigest& digest, std::size_t extra)
+{
+    const std::size_t room = 64 + extra;
+    char* text = static_cast<char*>(palloc(room));
+    const core::Digest128 sum = digest.sum();
+    snprintf(text, 64, "%s:%llu:%016llx%016llx", core::kChecksumFormat,
+             static_cast<unsigned long long>(digest.count()), static_cast<unsigned long long>(sum.hi),
+             static_cast<unsigned long long>(sum.lo));
+    return text;
+}
+
+}  // namespace
+
+Datum digest_agg_transition(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_add");
+    const core::Digest128 row = hash_arguments(fcinfo, "idem._digest_agg");
+    DigestAggState* state =
+        PG_ARGISNULL(0) ? new_state<DigestAggState>(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
     state->digest.add(row);
     PG_RETURN_POINTER(state);
 }
@@ -138,7 +183,7 @@ Datum digest_agg_combine(FunctionCallInfo fcinfo)
     }
     const auto* other = reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(1));
     DigestAggState* state =
-        PG_ARGISNULL(0) ? new_state(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
+        PG_ARGISNULL(0) ? new_state<DigestAggState>(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
     state->digest.merge(other->digest);
     PG_RETURN_POINTER(state);
 }
@@ -149,11 +194,7 @@ Datum digest_agg_serialize(FunctionCallInfo fcinfo)
     const auto* state = reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(0));
     auto* out = static_cast<bytea*>(palloc(VARHDRSZ + kSerializedSize));
     SET_VARSIZE(out, VARHDRSZ + kSerializedSize);
-    auto* p = reinterpret_cast<unsigned char*>(VARDATA(out));
-    const core::Digest128 sum = state->digest.sum();
-    put_u64le(p, state->digest.count());
-    put_u64le(p + 8, sum.hi);
-    put_u64le(p + 16, sum.lo);
+    put_digest(reinterpret_cast<unsigned char*>(VARDATA(out)), state->digest);
     PG_RETURN_BYTEA_P(out);
 }
 
@@ -166,11 +207,8 @@ Datum digest_agg_deserialize(FunctionCallInfo fcinfo)
                         errmsg("invalid idem._digest_agg state: %d bytes, %d expected",
                                static_cast<int>(VARSIZE_ANY_EXHDR(in)), kSerializedSize)));
     const auto* p = reinterpret_cast<const unsigned char*>(VARDATA_ANY(in));
-    DigestAggState* state = new_state(context);
-    core::Digest128 sum;
-    sum.hi = get_u64le(p + 8);
-    sum.lo = get_u64le(p + 16);
-    state->digest = core::MultisetDigest::from_parts(sum, get_u64le(p));
+    DigestAggState* state = new_state<DigestAggState>(context);
+    state->digest = get_digest(p);
     PG_RETURN_POINTER(state);
 }
 
@@ -181,11 +219,82 @@ Datum digest_agg_final(FunctionCallInfo fcinfo)
     const core::MultisetDigest empty;
     const core::MultisetDigest& digest =
         PG_ARGISNULL(0) ? empty : reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(0))->digest;
-    char text[64];
-    const core::Digest128 sum = digest.sum();
-    snprintf(text, sizeof text, "%s:%llu:%016llx%016llx", core::kChecksumFormat,
-             static_cast<unsigned long long>(digest.count()), static_cast<unsigned long long>(sum.hi),
-             static_cast<unsigned long long>(sum.lo));
+    PG_RETURN_TEXT_P(cstring_to_text(digest_text(digest, 0)));
+}
+
+Datum digest_sample_agg_transition(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_sample_agg_add");
+    const core::Digest128 row = hash_arguments(fcinfo, "idem._digest_sample_agg");
+    DigestSampleAggState* state = PG_ARGISNULL(0) ? new_state<DigestSampleAggState>(context)
+                                                  : reinterpret_cast<DigestSampleAggState*>(PG_GETARG_POINTER(0));
+    state->digest.add(row);
+    state->sample.add(row);
+    PG_RETURN_POINTER(state);
+}
+
+Datum digest_sample_agg_combine(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_sample_agg_combine");
+    if (PG_ARGISNULL(1)) {
+        if (PG_ARGISNULL(0))
+            PG_RETURN_NULL();
+        PG_RETURN_POINTER(PG_GETARG_POINTER(0));
+    }
+    const auto* other = reinterpret_cast<const DigestSampleAggState*>(PG_GETARG_POINTER(1));
+    DigestSampleAggState* state = PG_ARGISNULL(0) ? new_state<DigestSampleAggState>(context)
+                                                  : reinterpret_cast<DigestSampleAggState*>(PG_GETARG_POINTER(0));
+    state->digest.merge(other->digest);
+    state->sample.merge(other->sample);
+    PG_RETURN_POINTER(state);
+}
+
+// The digest's 24 bytes, then the sample (RowSampleBuilder::serialize).
+Datum digest_sample_agg_serialize(FunctionCallInfo fcinfo)
+{
+    (void)aggregate_context(fcinfo, "idem._digest_sample_agg_serialize");
+    const auto* state = reinterpret_cast<const DigestSampleAggState*>(PG_GETARG_POINTER(0));
+    const Size size = VARHDRSZ + kSerializedSize + state->sample.serialized_size();
+    auto* out = static_cast<bytea*>(palloc(size));
+    SET_VARSIZE(out, size);
+    auto* p = reinterpret_cast<unsigned char*>(VARDATA(out));
+    put_digest(p, state->digest);
+    state->sample.serialize(p + kSerializedSize);
+    PG_RETURN_BYTEA_P(out);
+}
+
+Datum digest_sample_agg_deserialize(FunctionCallInfo fcinfo)
+{
+    MemoryContext context = aggregate_context(fcinfo, "idem._digest_sample_agg_deserialize");
+    const bytea* in = PG_GETARG_BYTEA_PP(0);
+    const std::size_t length = VARSIZE_ANY_EXHDR(in);
+    const auto* p = reinterpret_cast<const unsigned char*>(VARDATA_ANY(in));
+    DigestSampleAggState* state = new_state<DigestSampleAggState>(context);
+    if (length < static_cast<std::size_t>(kSerializedSize) ||
+        !state->sample.deserialize(p + kSerializedSize, length - kSerializedSize))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+                        errmsg("invalid idem._digest_sample_agg state (%d bytes)", static_cast<int>(length))));
+    state->digest = get_digest(p);
+    PG_RETURN_POINTER(state);
+}
+
+// "v1:<count>:<hex> <sample hex>" (RowSampleBuilder::hex).
+Datum digest_sample_agg_final(FunctionCallInfo fcinfo)
+{
+    (void)aggregate_context(fcinfo, "idem._digest_sample_agg_final");
+    if (PG_ARGISNULL(0)) {
+        // No row at all: the empty multiset and its (empty) sample.
+        static const core::MultisetDigest empty;
+        char* text = digest_text(empty, 20);
+        strcat(text, " 0100000000000000");
+        PG_RETURN_TEXT_P(cstring_to_text(text));
+    }
+    const auto* state = reinterpret_cast<const DigestSampleAggState*>(PG_GETARG_POINTER(0));
+    char* text = digest_text(state->digest, 1 + state->sample.hex_capacity());
+    char* end = text + strlen(text);
+    *end++ = ' ';
+    auto* scratch = static_cast<std::uint64_t*>(palloc(sizeof(std::uint64_t) * (state->sample.size() + 1)));
+    state->sample.hex_into(end, scratch);
     PG_RETURN_TEXT_P(cstring_to_text(text));
 }
 

@@ -21,4 +21,14 @@ Datum digest_agg_serialize(FunctionCallInfo fcinfo);
 Datum digest_agg_deserialize(FunctionCallInfo fcinfo);
 Datum digest_agg_final(FunctionCallInfo fcinfo);
 
+// idem._digest_sample_agg(VARIADIC "any"): the same digest, and the sample
+// of the same rows' hashes (core/row_sample.hpp) that overwrite_partition
+// keeps with the query's preimage: "v1:<count>:<hex> <sample hex>". Its
+// workers sample their share; the leader merges the samples.
+Datum digest_sample_agg_transition(FunctionCallInfo fcinfo);
+Datum digest_sample_agg_combine(FunctionCallInfo fcinfo);
+Datum digest_sample_agg_serialize(FunctionCallInfo fcinfo);
+Datum digest_sample_agg_deserialize(FunctionCallInfo fcinfo);
+Datum digest_sample_agg_final(FunctionCallInfo fcinfo);
+
 }  // namespace pg_idempotent::pg

@@ -1,5 +1,6 @@
 // What a digest of streamed rows computes besides the digest itself: a
-// second digest of columns sent side by side, a sample, an early stop. Filled
+// second digest of columns sent side by side, and an early stop at the first
+// row a sample excludes. Filled
 // by callers of SpiSession::digest_rows_into; the digest receiver
 // (pg/row_digest_receiver.hpp) acts on it. No PostgreSQL header.
 #pragma once
@@ -21,8 +22,6 @@ struct DigestTargets {
     // second (a query's rows and their casts, sent side by side).
     int split = 0;
     core::MultisetDigest* second = nullptr;
-    // Fed the hash of every (first) row.
-    core::RowSampleBuilder* sample = nullptr;
     // Stop the query, setting *stopped, at the first row that proves the
     // rows are not the sampled multiset (excluded by check, or one more than
     // max_rows): what was hashed until then is not a digest of the rows.

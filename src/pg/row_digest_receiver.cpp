@@ -92,8 +92,6 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
     if (copied)
         MemoryContextReset(r->row_context);
     t.digest->add(row);
-    if (t.sample != nullptr)
-        t.sample->add(row);
     if (++r->rows > t.max_rows || (t.check != nullptr && t.check->excludes(row))) {
         if (t.stopped != nullptr)
             *t.stopped = true;

@@ -87,8 +87,8 @@ public:
     // is welcome here: it must be a single statement that returns rows.
     core::MultisetDigest digest_rows(const std::string& sql, const Params& params = {});
     // The same, into targets (targets.hasher and targets.digest must be
-    // set): a second digest of columns sent side by side, a sample, an early
-    // stop (pg/digest_targets.hpp).
+    // set): a second digest of columns sent side by side, an early stop
+    // (pg/digest_targets.hpp).
     void digest_rows_into(const std::string& sql, const DigestTargets& targets, const Params& params = {});
 
     // The digest text of the rows of a SELECT the extension built, with

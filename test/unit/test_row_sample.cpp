@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -17,6 +18,15 @@ using pg_idempotent::core::Digest128;
 using pg_idempotent::core::RowSample;
 using pg_idempotent::core::RowSampleBuilder;
 
+// Builders are 32 kB: on the heap, as the receiver keeps them.
+std::unique_ptr<RowSampleBuilder> builder_of(const std::vector<Digest128>& rows, std::size_t from, std::size_t to)
+{
+    auto b = std::make_unique<RowSampleBuilder>();
+    for (std::size_t i = from; i < to; ++i)
+        b->add(rows[i]);
+    return b;
+}
+
 std::vector<Digest128> random_rows(std::size_t n, std::uint32_t seed)
 {
     std::mt19937_64 rng(seed);
@@ -28,10 +38,7 @@ std::vector<Digest128> random_rows(std::size_t n, std::uint32_t seed)
 
 RowSample sample_of(const std::vector<Digest128>& rows)
 {
-    RowSampleBuilder b;
-    for (const Digest128& r : rows)
-        b.add(r);
-    auto parsed = RowSample::parse(b.hex());
+    auto parsed = RowSample::parse(builder_of(rows, 0, rows.size())->hex());
     EXPECT_TRUE(parsed.has_value());
     return parsed.value_or(RowSample::parse("0100000000000000").value());
 }
@@ -85,10 +92,7 @@ TEST(RowSample, SoundInAnyOrder)
 TEST(RowSample, RepeatedRowsTakeOneEntry)
 {
     const Digest128 row{0x1234, 0x5678};
-    RowSampleBuilder b;
-    for (int i = 0; i < 100000; ++i)
-        b.add(row);
-    const auto s = RowSample::parse(b.hex());
+    const auto s = RowSample::parse(builder_of(std::vector<Digest128>(100000, row), 0, 100000)->hex());
     ASSERT_TRUE(s.has_value());
     EXPECT_EQ(s->modulus(), 1u);
     EXPECT_EQ(s->size(), 1u);
@@ -98,19 +102,17 @@ TEST(RowSample, RepeatedRowsTakeOneEntry)
 
 TEST(RowSample, EmptyMultisetExcludesEveryRow)
 {
-    RowSampleBuilder b;
-    EXPECT_EQ(b.hex(), "0100000000000000");
-    const auto s = RowSample::parse(b.hex());
+    const std::string empty = builder_of({}, 0, 0)->hex();
+    EXPECT_EQ(empty, "0100000000000000");
+    const auto s = RowSample::parse(empty);
     ASSERT_TRUE(s.has_value());
     EXPECT_TRUE(s->excludes(Digest128{1, 2}));
 }
 
 TEST(RowSample, HexIsLittleEndianModulusThenAscendingEntries)
 {
-    RowSampleBuilder b;
-    b.add(Digest128{0, 0x0200000000000000});
-    b.add(Digest128{0, 0x01});
-    EXPECT_EQ(b.hex(), "0100000000000000" "0100000000000000" "0000000000000002");
+    const auto b = builder_of({Digest128{0, 0x0200000000000000}, Digest128{0, 0x01}}, 0, 2);
+    EXPECT_EQ(b->hex(), "0100000000000000" "0100000000000000" "0000000000000002");
 }
 
 TEST(RowSample, ParseRefusesWhatTheBuilderNeverWrites)
@@ -130,6 +132,64 @@ TEST(RowSample, ParseRefusesWhatTheBuilderNeverWrites)
     EXPECT_FALSE(ok->excludes(Digest128{9, 2}));
     EXPECT_TRUE(ok->excludes(Digest128{9, 4}));
     EXPECT_FALSE(ok->excludes(Digest128{9, 3}));  // not in the bucket: says nothing
+}
+
+// Parallel workers each sample their share; the leader merges the partial
+// samples. The merged sample is sound for the union, whatever the split.
+TEST(RowSample, MergedSamplesAreSoundForTheUnion)
+{
+    const auto rows = random_rows(300000, 7);
+    for (std::size_t cut : {std::size_t{0}, std::size_t{1000}, std::size_t{150000}, std::size_t{299000}}) {
+        auto a = builder_of(rows, 0, cut);
+        auto b = builder_of(rows, cut, rows.size());
+        a->merge(*b);
+        const auto s = RowSample::parse(a->hex());
+        ASSERT_TRUE(s.has_value());
+        EXPECT_LE(s->size(), RowSampleBuilder::kCapacity);
+        EXPECT_GE(s->size(), RowSampleBuilder::kCapacity / 4);
+        for (const auto& r : rows)
+            ASSERT_FALSE(s->excludes(r)) << "cut at " << cut;
+        // Still a sample: most other rows are not in the bucket.
+        const auto others = random_rows(10000, 8);
+        EXPECT_LT(std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s->excludes(r); }), 1000);
+    }
+}
+
+TEST(RowSample, SerializedStatesRoundTrip)
+{
+    const auto rows = random_rows(50000, 9);
+    const auto a = builder_of(rows, 0, rows.size());
+    std::vector<unsigned char> bytes(a->serialized_size());
+    a->serialize(bytes.data());
+    auto b = std::make_unique<RowSampleBuilder>();
+    ASSERT_TRUE(b->deserialize(bytes.data(), bytes.size()));
+    EXPECT_EQ(b->hex(), a->hex());
+    // And it goes on sampling from there, as the original would.
+    const auto more = random_rows(20000, 10);
+    auto c = builder_of(rows, 0, rows.size());
+    for (const auto& r : more) {
+        b->add(r);
+        c->add(r);
+    }
+    EXPECT_EQ(b->hex(), c->hex());
+}
+
+TEST(RowSample, DeserializeRefusesMalformedStates)
+{
+    auto b = std::make_unique<RowSampleBuilder>();
+    const unsigned char modulus3[8] = {3, 0, 0, 0, 0, 0, 0, 0};
+    EXPECT_FALSE(b->deserialize(modulus3, 8));
+    const unsigned char short_state[7] = {1, 0, 0, 0, 0, 0, 0};
+    EXPECT_FALSE(b->deserialize(short_state, 7));
+    // Modulus 2, entry 1: not in the bucket.
+    const unsigned char outside[16] = {2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+    EXPECT_FALSE(b->deserialize(outside, 16));
+    std::vector<unsigned char> too_many(8 * (RowSampleBuilder::kCapacity + 2), 0);
+    too_many[0] = 1;
+    EXPECT_FALSE(b->deserialize(too_many.data(), too_many.size()));
+    EXPECT_EQ(b->hex(), "0100000000000000");  // left empty
+    too_many.resize(8 * (RowSampleBuilder::kCapacity + 1));
+    EXPECT_TRUE(b->deserialize(too_many.data(), too_many.size()));  // 4096 zero entries
 }
 
 }  // namespace

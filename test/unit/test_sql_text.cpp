@@ -16,6 +16,7 @@ using pg_idempotent::core::retarget_definition;
 using pg_idempotent::core::index_definition_on;
 using pg_idempotent::core::digest_aggregate_sql;
 using pg_idempotent::core::columns_beside_sql;
+using pg_idempotent::core::sampled_digest_and_digest_sql;
 using pg_idempotent::core::positional_columns;
 
 TEST(Join, Empty) { EXPECT_EQ(join({}), ""); }
@@ -68,6 +69,13 @@ TEST(PositionalColumns, NamesAndQualifier)
     EXPECT_EQ(positional_columns(0), std::vector<std::string>{});
     EXPECT_EQ(positional_columns(2), (std::vector<std::string>{"c1", "c2"}));
     EXPECT_EQ(positional_columns(3, "q."), (std::vector<std::string>{"q.c1", "q.c2", "q.c3"}));
+}
+
+TEST(SampledDigestAndDigestSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
+{
+    EXPECT_EQ(sampled_digest_and_digest_sql("SELECT a, b FROM t -- c", 2, {"CAST(q.c1 AS int)", "CAST(q.c2 AS text)"}),
+              "SELECT idem._digest_sample_agg(q.c1, q.c2), idem._digest_agg(CAST(q.c1 AS int), CAST(q.c2 AS text)) FROM (\n"
+              "SELECT a, b FROM t -- c\n) AS q (c1, c2)");
 }
 
 TEST(ColumnsBesideSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
