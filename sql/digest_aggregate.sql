@@ -86,6 +86,57 @@ SELECT (SELECT idem._digest_agg(id, t) FROM agg_rows) <> (SELECT idem._digest_ag
 SELECT show_error('SELECT idem._digest_agg_add(NULL, 1)');
 SELECT show_error('SELECT idem._digest_agg_final(NULL::internal)');
 SELECT show_error('SELECT idem._digest_agg_deserialize(''\x00''::bytea, NULL)');
+SELECT show_error('SELECT idem._digest_sample_agg_add(NULL, 1)');
+SELECT show_error('SELECT idem._digest_sample_agg_final(NULL::internal)');
+SELECT show_error('SELECT idem._digest_sample_agg_deserialize(''\x00''::bytea, NULL)');
+
+-- idem._digest_sample_agg (0.6.0): the same digest, a space, and a sample of
+-- the same rows' hashes (src/core/row_sample.hpp), which overwrite_partition
+-- keeps with the query's preimage. In one process, with workers, and from
+-- the workers alone (each samples its share, the leader merges): the digest
+-- is the checksum, and the sample holds exactly the rows of its bucket (the
+-- low 64 bits of each row's hash, as idem._row_digest gives it, zero under
+-- the modulus), at most 4096 of them.
+CREATE FUNCTION le64(b bytea) RETURNS bit(64) LANGUAGE sql IMMUTABLE AS $$
+  SELECT ('x' || string_agg(encode(substring(b from i for 1), 'hex'), '' ORDER BY i DESC))::bit(64)
+    FROM generate_series(1, 8) i
+$$;
+CREATE FUNCTION sample_is_the_bucket(sampled text)
+RETURNS TABLE (digest_is_the_checksum boolean, sampled_rows boolean, at_most_4096 boolean, only_the_bucket boolean,
+               all_the_bucket boolean)
+LANGUAGE sql AS $$
+WITH s AS (SELECT decode(split_part(sampled, ' ', 2), 'hex') AS b),
+m AS (SELECT le64(substring(b from 1 for 8))::bigint AS modulus FROM s),
+sample AS (SELECT le64(substring(b from 9 + 8 * k for 8)) AS lo FROM s, generate_series(0, length(b) / 8 - 2) k),
+row_hashes AS (SELECT DISTINCT ('x' || encode(substring(uuid_send(idem._row_digest(r)) from 9 for 8), 'hex'))::bit(64) AS lo
+                 FROM agg_cols r),
+bucket AS (SELECT lo FROM row_hashes, m WHERE (lo & (modulus - 1)::bit(64)) = 0::bigint::bit(64))
+SELECT split_part(sampled, ' ', 1) = (SELECT aggregate FROM agg_serial),
+       (SELECT modulus FROM m) > 1,
+       (SELECT count(*) FROM sample) BETWEEN 1 AND 4096,
+       NOT EXISTS (SELECT lo FROM sample EXCEPT SELECT lo FROM bucket),
+       NOT EXISTS (SELECT lo FROM bucket EXCEPT SELECT lo FROM sample)
+$$;
+SET max_parallel_workers_per_gather = 0;
+SELECT 'one process' AS run, * FROM sample_is_the_bucket(
+  (SELECT idem._digest_sample_agg(id, n, f, t, b, big, u, nm, a, ts, c, bits, j, flag) FROM agg_rows));
+SET max_parallel_workers_per_gather = 2;
+SELECT workers_launched('SELECT idem._digest_sample_agg(id, n, f, t, b, big, u, nm, a, ts, c, bits, j, flag) FROM agg_rows') > 0
+  AS workers_ran;
+SELECT 'with workers' AS run, * FROM sample_is_the_bucket(
+  (SELECT idem._digest_sample_agg(id, n, f, t, b, big, u, nm, a, ts, c, bits, j, flag) FROM agg_rows));
+SET parallel_leader_participation = off;
+SELECT 'workers alone' AS run, * FROM sample_is_the_bucket(
+  (SELECT idem._digest_sample_agg(id, n, f, t, b, big, u, nm, a, ts, c, bits, j, flag) FROM agg_rows));
+RESET parallel_leader_participation;
+-- Every group its own digest and sample.
+SELECT id % 3 AS grp,
+       split_part(idem._digest_sample_agg(id, t, big), ' ', 1) = idem._digest_agg(id, t, big) AS same_digest,
+       length(split_part(idem._digest_sample_agg(id, t, big), ' ', 2)) > 16 AS has_entries
+  FROM agg_rows GROUP BY 1 ORDER BY 1;
+-- No rows: the digest of the empty multiset and a sample with no entry.
+SELECT idem._digest_sample_agg(id) FROM agg_rows WHERE id < 0;
+DROP FUNCTION sample_is_the_bucket(text), le64(bytea);
 
 -- overwrite_partition and replace_where under parallel plans: the identical
 -- rerun is skipped, one changed row rewrites, and the digests agree with one
