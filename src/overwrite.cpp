@@ -282,28 +282,60 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
 // Either way the RETURNING digest is of the rows as stored (after any
 // BEFORE trigger), which the record of the partition keeps for the next
 // rerun.
+// What an INSERT ... RETURNING stored: the digest of its rows and, when it
+// returned them after the columns (xmin, cmin), their stamp.
+struct Inserted {
+    core::MultisetDigest digest;
+    std::optional<RowStamp> stamp;
+};
+
+Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, bool with_stamp)
+{
+    const auto hasher = std::make_unique<core::RowHasher>();
+    Inserted out;
+    std::uint32_t tail[2] = {0, 0};
+    bool got = false;
+    pg::DigestTargets targets;
+    targets.hasher = hasher.get();
+    targets.digest = &out.digest;
+    if (with_stamp) {
+        targets.tail = 2;
+        targets.first_row_tail = tail;
+        targets.got_first_row = &got;
+    }
+    spi.digest_rows_into(insert, targets);
+    if (got)
+        out.stamp = RowStamp{tail[0], tail[1]};
+    return out;
+}
+
 std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                                const std::string& rows, const IncomingRows& in)
 {
     const std::string& expected = in.cast;
     const std::string insert = "INSERT INTO " + part.rel.qualified + " (" + insert_columns(parent) + ") ";
-    const std::string returning = " RETURNING " + insert_columns(parent);
+    // The rows' stamp comes back with them, for the record: reading it from
+    // the partition afterwards would scan past every row just deleted.
+    const bool with_stamp = may_read_stamps(spi, part.rel);
+    const std::string returning = " RETURNING " + insert_columns(parent) + (with_stamp ? ", xmin, cmin" : "");
     bool two_statements = !referenced_by_foreign_keys(spi, part.rel.oid);
-    core::MultisetDigest written;
+    Inserted written;
     std::optional<pg::PgError> failed;
     for (;;) {
         try {
             failed = pg::try_in_subtransaction([&] {
                 if (two_statements) {
                     spi.execute("DELETE FROM " + part.rel.qualified);
-                    written = spi.digest_rows(insert + rows + returning);
-                    if (written.text() != expected)
+                    written = digest_inserted(spi, insert + rows + returning, with_stamp);
+                    if (written.digest.text() != expected)
                         throw QueryChangedUnderfoot{};
                     return;
                 }
-                written = spi.digest_rows("WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) " +
-                                          insert + "SELECT * FROM (" + rows + ") AS r WHERE (SELECT pg_catalog.count(*)"
-                                          " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" + returning);
+                written = digest_inserted(spi,
+                                          "WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) " +
+                                              insert + "SELECT * FROM (" + rows + ") AS r WHERE (SELECT pg_catalog.count(*)"
+                                              " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" + returning,
+                                          with_stamp);
             });
         } catch (const QueryChangedUnderfoot&) {
             two_statements = false;  // rolled back; once more, as one statement
@@ -316,8 +348,9 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
             throw *failed;
         explain_rows_outside(spi, part, rows, *failed);
     }
-    record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.text(), preimage_of(written.text(), in));
-    return written.count();
+    record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.digest.text(),
+                        preimage_of(written.digest.text(), in), written.stamp);
+    return written.digest.count();
 }
 
 // Mode 'swap': a staging table shaped like the partition (same columns, NOT

@@ -22,6 +22,8 @@ bool keeps_preimages() { return pg::column_exists("idem", "written_units", "quer
 // And the sample of the query's rows came with 0.6.0.
 bool keeps_samples() { return pg::column_exists("idem", "written_units", "query_sample"); }
 
+}  // namespace
+
 // Reading xmin and cmin needs SELECT on the whole table, which column
 // privileges do not give. Checked as the caller, who then reads them.
 bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
@@ -30,8 +32,6 @@ bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
                              {Param::of_oid(unit.oid)});
     return allowed.rows.at(0).at(0).value_or("") == "true";
 }
-
-}  // namespace
 
 bool records_query_samples() { return installed() && keeps_preimages() && keeps_samples(); }
 
@@ -104,7 +104,8 @@ std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relatio
 }
 
 void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape,
-                         const std::string& digest, const std::optional<QueryPreimage>& preimage)
+                         const std::string& digest, const std::optional<QueryPreimage>& preimage,
+                         const std::optional<RowStamp>& stamp)
 {
     if (!installed())
         return;
@@ -114,12 +115,15 @@ void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const st
     const bool witnessed = !shape.empty() && may_read_stamps(spi, unit);
     std::optional<std::string> xmin;
     std::optional<std::string> cmin;
-    if (witnessed) {
-        auto stamp =
+    if (witnessed && stamp) {
+        xmin = std::to_string(stamp->xmin);
+        cmin = std::to_string(stamp->cmin);
+    } else if (witnessed) {
+        auto first =
             spi.query("SELECT xmin::pg_catalog.text, cmin::pg_catalog.text FROM ONLY " + unit.qualified + " LIMIT 1");
-        if (!stamp.rows.empty()) {
-            xmin = stamp.rows.at(0).at(0);
-            cmin = stamp.rows.at(0).at(1);
+        if (!first.rows.empty()) {
+            xmin = first.rows.at(0).at(0);
+            cmin = first.rows.at(0).at(1);
         }
     }
     pg::as_extension_owner([&] {

@@ -71,11 +71,26 @@ bool records_query_samples();
 // overwrite_partition wrote them; nullopt when it cannot.
 std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape);
 
+// The stamp the rows of one INSERT carry: its RETURNING xmin, cmin.
+struct RowStamp {
+    std::uint32_t xmin = 0;
+    std::uint32_t cmin = 0;
+};
+
+// Whether the caller may read the stamps of unit's rows (SELECT on the whole
+// table; column privileges do not give xmin): then an INSERT into unit may
+// return them (RETURNING ..., xmin, cmin) for record_written_unit, and a
+// record can be kept.
+bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit);
+
 // Records that unit's rows are exactly the rows just inserted into it, whose
 // digest (from the INSERT's RETURNING) is digest, and (when given) that
 // they are the casts of the query rows preimage describes. Call right after
 // that INSERT, before anything else writes to unit in this transaction.
+// stamp: the INSERT's, when it returned one (else the rows are read for it,
+// which after a DELETE + INSERT in place may scan past every deleted row).
 void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const std::string& shape,
-                         const std::string& digest, const std::optional<QueryPreimage>& preimage);
+                         const std::string& digest, const std::optional<QueryPreimage>& preimage,
+                         const std::optional<RowStamp>& stamp = std::nullopt);
 
 }  // namespace pg_idempotent

@@ -22,6 +22,12 @@ struct DigestTargets {
     // second (a query's rows and their casts, sent side by side).
     int split = 0;
     core::MultisetDigest* second = nullptr;
+    // tail > 0: the last tail columns are not hashed; they must be 4-byte
+    // by-value columns (xid, cid: an INSERT's RETURNING xmin, cmin), and the
+    // first row's values of them are copied to first_row_tail[0..tail).
+    int tail = 0;
+    std::uint32_t* first_row_tail = nullptr;
+    bool* got_first_row = nullptr;
     // Stop the query, setting *stopped, at the first row that proves the
     // rows are not the sampled multiset (excluded by check, or one more than
     // max_rows): what was hashed until then is not a digest of the rows.

@@ -21,6 +21,7 @@ struct RowDigestReceiver {
     int live;                   // how many
     int first_live;             // how many of them are before targets.split (all when split is 0)
     int natts;                  // of the descriptor the columns were read from
+    int hashed_natts;           // natts less targets.tail
 };
 
 void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
@@ -37,8 +38,17 @@ void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
     r->first_live = 0;
     r->natts = natts;
     r->rows = 0;
-    const int split = r->targets.split > 0 ? r->targets.split : natts;
-    for (int i = 0; i < natts; ++i) {
+    const int tail = r->targets.tail;
+    if (tail < 0 || tail > natts)
+        elog(ERROR, "row digest receiver: %d trailing columns of %d", tail, natts);
+    for (int i = natts - tail; i < natts; ++i) {
+        Form_pg_attribute att = TupleDescAttr(typeinfo, i);
+        if (att->attisdropped || att->attlen != 4 || !att->attbyval)
+            elog(ERROR, "row digest receiver: trailing column %d is not a 4-byte value", i + 1);
+    }
+    r->hashed_natts = natts - tail;
+    const int split = r->targets.split > 0 ? r->targets.split : r->hashed_natts;
+    for (int i = 0; i < r->hashed_natts; ++i) {
         Form_pg_attribute att = TupleDescAttr(typeinfo, i);
         if (att->attisdropped)
             continue;  // never part of a row's image
@@ -92,6 +102,11 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
     if (copied)
         MemoryContextReset(r->row_context);
     t.digest->add(row);
+    if (t.tail > 0 && r->rows == 0) {
+        for (int i = 0; i < t.tail; ++i)
+            t.first_row_tail[i] = isnull[r->hashed_natts + i] ? 0 : DatumGetUInt32(values[r->hashed_natts + i]);
+        *t.got_first_row = true;
+    }
     if (++r->rows > t.max_rows || (t.check != nullptr && t.check->excludes(row))) {
         if (t.stopped != nullptr)
             *t.stopped = true;
