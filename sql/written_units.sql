@@ -350,6 +350,29 @@ SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT 
 SELECT action FROM idem.overwrite_partition('wu', '2024-07-08'::date, $q$SELECT '2024-07-08'::date, id, upper(v) FROM wu_src WHERE id <= 3$q$) AS stored_rows_skip;
 DROP TRIGGER wu_upper ON wu_0708;
 
+-- The record's stamp is the one the INSERT returned (RETURNING xmin, cmin):
+-- in the two statements rewrite mode uses, and in the one statement it
+-- uses when a foreign key references the table. Either way it is the rows'
+-- stamp, and the record holds.
+SELECT row_xmin = (SELECT DISTINCT xmin FROM wu_0707) AND row_cmin = (SELECT DISTINCT cmin FROM wu_0707)
+         AS stamp_is_the_rows_two_statements
+  FROM idem.written_units WHERE relid = 'wu_0707'::regclass;
+CREATE TABLE wf (day date NOT NULL, id int NOT NULL, PRIMARY KEY (day, id)) PARTITION BY RANGE (day);
+CREATE TABLE wf_0707 PARTITION OF wf FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE TABLE wf_ref (day date, id int, FOREIGN KEY (day, id) REFERENCES wf);
+SELECT action FROM idem.overwrite_partition('wf', '2024-07-07'::date,
+  $q$SELECT '2024-07-07'::date, g FROM generate_series(1, 5) g$q$) AS first_write;
+INSERT INTO wf_ref VALUES ('2024-07-07', 3);
+SELECT action FROM idem.overwrite_partition('wf', '2024-07-07'::date,
+  $q$SELECT '2024-07-07'::date, g FROM generate_series(1, 6) g$q$) AS one_statement_write;
+SELECT row_xmin = (SELECT DISTINCT xmin FROM wf_0707) AND row_cmin = (SELECT DISTINCT cmin FROM wf_0707)
+         AS stamp_is_the_rows_one_statement
+  FROM idem.written_units WHERE relid = 'wf_0707'::regclass;
+SELECT wu_plant_wrong_digest('wf_0707'),
+       (SELECT action FROM idem.overwrite_partition('wf', '2024-07-07'::date,
+          $q$SELECT '2024-07-07'::date, g FROM generate_series(1, 6) g$q$)) AS trusted_after_one_statement;
+DROP TABLE wf_ref, wf;
+
 -- Privileges: the record is closed to callers; a caller with only column
 -- privileges (it cannot read xmin) leaves no record, and reruns hash.
 CREATE ROLE wu_etl;
