@@ -260,28 +260,6 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
                     "Every row must belong to the partition it overwrites; nothing was changed.");
 }
 
-// Mode 'rewrite': DELETE and INSERT in place, in a subtransaction so that a
-// row outside the bound can be explained and leaves nothing half-done.
-// Replaces the partition's rows with the query's. Two ways:
-//
-// - One statement, WITH idem_deleted AS (DELETE ...) INSERT ...: the query
-//   sees the rows as they were before the call (a job may recompute its unit
-//   from itself), and foreign keys that reference the rows (NO ACTION) are
-//   checked at its end, when the rows with the same keys are back. The
-//   INSERT reads the DELETE's count first (a one-time filter), so the old
-//   rows are gone before the first new one meets a unique index. The price:
-//   the deleted rows are kept in the CTE's tuplestore (spilled beyond
-//   work_mem: about 0.5 s for 1M rows).
-// - Without a referencing foreign key, first a DELETE and then an INSERT,
-//   in a subtransaction. The INSERT's query runs after the DELETE, so it is
-//   only right when it returns the rows the comparison hashed (expected):
-//   the INSERT's RETURNING digest checks that, and on any difference (the
-//   query read the unit, or is volatile, or a source changed meanwhile) the
-//   subtransaction is rolled back and the one statement runs instead.
-//
-// Either way the RETURNING digest is of the rows as stored (after any
-// BEFORE trigger), which the record of the partition keeps for the next
-// rerun.
 // What an INSERT ... RETURNING stored: the digest of its rows and, when it
 // returned them after the columns (xmin, cmin), their stamp.
 struct Inserted {
@@ -309,6 +287,28 @@ Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, bool wi
     return out;
 }
 
+// Mode 'rewrite': DELETE and INSERT in place, in a subtransaction so that a
+// row outside the bound can be explained and leaves nothing half-done.
+// Replaces the partition's rows with the query's. Two ways:
+//
+// - One statement, WITH idem_deleted AS (DELETE ...) INSERT ...: the query
+//   sees the rows as they were before the call (a job may recompute its unit
+//   from itself), and foreign keys that reference the rows (NO ACTION) are
+//   checked at its end, when the rows with the same keys are back. The
+//   INSERT reads the DELETE's count first (a one-time filter), so the old
+//   rows are gone before the first new one meets a unique index. The price:
+//   the deleted rows are kept in the CTE's tuplestore (spilled beyond
+//   work_mem: about 0.5 s for 1M rows).
+// - Without a referencing foreign key, first a DELETE and then an INSERT,
+//   in a subtransaction. The INSERT's query runs after the DELETE, so it is
+//   only right when it returns the rows the comparison hashed (expected):
+//   the INSERT's RETURNING digest checks that, and on any difference (the
+//   query read the unit, or is volatile, or a source changed meanwhile) the
+//   subtransaction is rolled back and the one statement runs instead.
+//
+// Either way the RETURNING digest is of the rows as stored (after any
+// BEFORE trigger), which the record of the partition keeps for the next
+// rerun.
 std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                                const std::string& rows, const IncomingRows& in)
 {
