@@ -34,6 +34,9 @@ struct CallInfo {
 // The transition state of one group, in the aggregate's memory context.
 struct DigestAggState {
     core::MultisetDigest digest;
+
+    void add(const core::Digest128& row) noexcept { digest.add(row); }
+    void merge(const DigestAggState& other) noexcept { digest.merge(other.digest); }
 };
 
 // The same for idem._digest_sample_agg: the digest and the sample of the
@@ -42,6 +45,17 @@ struct DigestAggState {
 struct DigestSampleAggState {
     core::MultisetDigest digest;
     core::RowSampleBuilder sample;
+
+    void add(const core::Digest128& row) noexcept
+    {
+        digest.add(row);
+        sample.add(row);
+    }
+    void merge(const DigestSampleAggState& other) noexcept
+    {
+        digest.merge(other.digest);
+        sample.merge(other.sample);
+    }
 };
 
 void destroy_hasher(void* arg)
@@ -161,31 +175,44 @@ char* digest_text(const core::MultisetDigest& digest, std::size_t extra)
     return text;
 }
 
-}  // namespace
-
-Datum digest_agg_transition(FunctionCallInfo fcinfo)
+// The transition of either aggregate: the row given as the arguments after
+// the state, added to the group's state (made on its first row).
+template <typename State>
+Datum add_row(FunctionCallInfo fcinfo, const char* caller, const char* aggregate)
 {
-    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_add");
-    const core::Digest128 row = hash_arguments(fcinfo, "idem._digest_agg");
-    DigestAggState* state =
-        PG_ARGISNULL(0) ? new_state<DigestAggState>(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
-    state->digest.add(row);
+    MemoryContext context = aggregate_context(fcinfo, caller);
+    const core::Digest128 row = hash_arguments(fcinfo, aggregate);
+    State* state = PG_ARGISNULL(0) ? new_state<State>(context) : reinterpret_cast<State*>(PG_GETARG_POINTER(0));
+    state->add(row);
     PG_RETURN_POINTER(state);
 }
 
-Datum digest_agg_combine(FunctionCallInfo fcinfo)
+// The combine function of either aggregate: two partial states as one.
+template <typename State>
+Datum combine_states(FunctionCallInfo fcinfo, const char* caller)
 {
-    MemoryContext context = aggregate_context(fcinfo, "idem._digest_agg_combine");
+    MemoryContext context = aggregate_context(fcinfo, caller);
     if (PG_ARGISNULL(1)) {
         if (PG_ARGISNULL(0))
             PG_RETURN_NULL();
         PG_RETURN_POINTER(PG_GETARG_POINTER(0));
     }
-    const auto* other = reinterpret_cast<const DigestAggState*>(PG_GETARG_POINTER(1));
-    DigestAggState* state =
-        PG_ARGISNULL(0) ? new_state<DigestAggState>(context) : reinterpret_cast<DigestAggState*>(PG_GETARG_POINTER(0));
-    state->digest.merge(other->digest);
+    const auto* other = reinterpret_cast<const State*>(PG_GETARG_POINTER(1));
+    State* state = PG_ARGISNULL(0) ? new_state<State>(context) : reinterpret_cast<State*>(PG_GETARG_POINTER(0));
+    state->merge(*other);
     PG_RETURN_POINTER(state);
+}
+
+}  // namespace
+
+Datum digest_agg_transition(FunctionCallInfo fcinfo)
+{
+    return add_row<DigestAggState>(fcinfo, "idem._digest_agg_add", "idem._digest_agg");
+}
+
+Datum digest_agg_combine(FunctionCallInfo fcinfo)
+{
+    return combine_states<DigestAggState>(fcinfo, "idem._digest_agg_combine");
 }
 
 Datum digest_agg_serialize(FunctionCallInfo fcinfo)
@@ -224,29 +251,12 @@ Datum digest_agg_final(FunctionCallInfo fcinfo)
 
 Datum digest_sample_agg_transition(FunctionCallInfo fcinfo)
 {
-    MemoryContext context = aggregate_context(fcinfo, "idem._digest_sample_agg_add");
-    const core::Digest128 row = hash_arguments(fcinfo, "idem._digest_sample_agg");
-    DigestSampleAggState* state = PG_ARGISNULL(0) ? new_state<DigestSampleAggState>(context)
-                                                  : reinterpret_cast<DigestSampleAggState*>(PG_GETARG_POINTER(0));
-    state->digest.add(row);
-    state->sample.add(row);
-    PG_RETURN_POINTER(state);
+    return add_row<DigestSampleAggState>(fcinfo, "idem._digest_sample_agg_add", "idem._digest_sample_agg");
 }
 
 Datum digest_sample_agg_combine(FunctionCallInfo fcinfo)
 {
-    MemoryContext context = aggregate_context(fcinfo, "idem._digest_sample_agg_combine");
-    if (PG_ARGISNULL(1)) {
-        if (PG_ARGISNULL(0))
-            PG_RETURN_NULL();
-        PG_RETURN_POINTER(PG_GETARG_POINTER(0));
-    }
-    const auto* other = reinterpret_cast<const DigestSampleAggState*>(PG_GETARG_POINTER(1));
-    DigestSampleAggState* state = PG_ARGISNULL(0) ? new_state<DigestSampleAggState>(context)
-                                                  : reinterpret_cast<DigestSampleAggState*>(PG_GETARG_POINTER(0));
-    state->digest.merge(other->digest);
-    state->sample.merge(other->sample);
-    PG_RETURN_POINTER(state);
+    return combine_states<DigestSampleAggState>(fcinfo, "idem._digest_sample_agg_combine");
 }
 
 // The digest's 24 bytes, then the sample (RowSampleBuilder::serialize).

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/digest.hpp"
+#include "random_digests.hpp"
 
 namespace {
 
@@ -22,17 +23,9 @@ using pg_idempotent::core::digest_text_count;
 using pg_idempotent::core::MultisetDigest;
 using pg_idempotent::core::to_bytes;
 using pg_idempotent::core::to_hex;
+using pg_idempotent::test::random_digests;
 
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-
-std::vector<Digest128> random_digests(std::size_t n, std::uint32_t seed)
-{
-    std::mt19937_64 rng(seed);
-    std::vector<Digest128> out(n);
-    for (Digest128& d : out)
-        d = Digest128{rng(), rng()};
-    return out;
-}
 
 MultisetDigest digest_of(const std::vector<Digest128>& rows)
 {

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "core/row_sample.hpp"
+#include "random_digests.hpp"
 
 namespace {
 
 using pg_idempotent::core::Digest128;
 using pg_idempotent::core::RowSample;
 using pg_idempotent::core::RowSampleBuilder;
+using pg_idempotent::test::random_digests;
 
 // Builders are 32 kB: on the heap, as the receiver keeps them.
 std::unique_ptr<RowSampleBuilder> builder_of(const std::vector<Digest128>& rows, std::size_t from, std::size_t to)
@@ -25,15 +27,6 @@ std::unique_ptr<RowSampleBuilder> builder_of(const std::vector<Digest128>& rows,
     for (std::size_t i = from; i < to; ++i)
         b->add(rows[i]);
     return b;
-}
-
-std::vector<Digest128> random_rows(std::size_t n, std::uint32_t seed)
-{
-    std::mt19937_64 rng(seed);
-    std::vector<Digest128> out(n);
-    for (Digest128& d : out)
-        d = Digest128{rng(), rng()};
-    return out;
 }
 
 RowSample sample_of(const std::vector<Digest128>& rows)
@@ -45,20 +38,20 @@ RowSample sample_of(const std::vector<Digest128>& rows)
 
 TEST(RowSample, FewRowsAreAllKept)
 {
-    const auto rows = random_rows(1000, 1);
+    const auto rows = random_digests(1000, 1);
     const RowSample s = sample_of(rows);
     EXPECT_EQ(s.modulus(), 1u);
     EXPECT_EQ(s.size(), 1000u);
     for (const auto& r : rows)
         EXPECT_FALSE(s.excludes(r));
     // With modulus 1 every other row is in the bucket and absent.
-    for (const auto& r : random_rows(1000, 2))
+    for (const auto& r : random_digests(1000, 2))
         EXPECT_TRUE(s.excludes(r));
 }
 
 TEST(RowSample, ManyRowsKeepABoundedSampleThatNeverExcludesOneOfThem)
 {
-    const auto rows = random_rows(1000000, 3);
+    const auto rows = random_digests(1000000, 3);
     const RowSample s = sample_of(rows);
     EXPECT_GT(s.modulus(), 1u);
     EXPECT_LE(s.size(), RowSampleBuilder::kCapacity);
@@ -67,7 +60,7 @@ TEST(RowSample, ManyRowsKeepABoundedSampleThatNeverExcludesOneOfThem)
     for (const auto& r : rows)
         ASSERT_FALSE(s.excludes(r));
     // Other rows are excluded about once per modulus rows.
-    const auto others = random_rows(200000, 4);
+    const auto others = random_digests(200000, 4);
     const auto excluded = std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s.excludes(r); });
     const double expected = 200000.0 / static_cast<double>(s.modulus());
     EXPECT_GT(static_cast<double>(excluded), expected * 0.7);
@@ -76,7 +69,7 @@ TEST(RowSample, ManyRowsKeepABoundedSampleThatNeverExcludesOneOfThem)
 
 TEST(RowSample, SoundInAnyOrder)
 {
-    auto rows = random_rows(50000, 5);
+    auto rows = random_digests(50000, 5);
     // Repeats, clustered, so that the sample fills at other moments.
     for (std::size_t i = 0; i < 20000; ++i)
         rows.push_back(rows[i % 7]);
@@ -138,7 +131,7 @@ TEST(RowSample, ParseRefusesWhatTheBuilderNeverWrites)
 // samples. The merged sample is sound for the union, whatever the split.
 TEST(RowSample, MergedSamplesAreSoundForTheUnion)
 {
-    const auto rows = random_rows(300000, 7);
+    const auto rows = random_digests(300000, 7);
     for (std::size_t cut : {std::size_t{0}, std::size_t{1000}, std::size_t{150000}, std::size_t{299000}}) {
         auto a = builder_of(rows, 0, cut);
         auto b = builder_of(rows, cut, rows.size());
@@ -150,14 +143,14 @@ TEST(RowSample, MergedSamplesAreSoundForTheUnion)
         for (const auto& r : rows)
             ASSERT_FALSE(s->excludes(r)) << "cut at " << cut;
         // Still a sample: most other rows are not in the bucket.
-        const auto others = random_rows(10000, 8);
+        const auto others = random_digests(10000, 8);
         EXPECT_LT(std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s->excludes(r); }), 1000);
     }
 }
 
 TEST(RowSample, SerializedStatesRoundTrip)
 {
-    const auto rows = random_rows(50000, 9);
+    const auto rows = random_digests(50000, 9);
     const auto a = builder_of(rows, 0, rows.size());
     std::vector<unsigned char> bytes(a->serialized_size());
     a->serialize(bytes.data());
@@ -165,7 +158,7 @@ TEST(RowSample, SerializedStatesRoundTrip)
     ASSERT_TRUE(b->deserialize(bytes.data(), bytes.size()));
     EXPECT_EQ(b->hex(), a->hex());
     // And it goes on sampling from there, as the original would.
-    const auto more = random_rows(20000, 10);
+    const auto more = random_digests(20000, 10);
     auto c = builder_of(rows, 0, rows.size());
     for (const auto& r : more) {
         b->add(r);
