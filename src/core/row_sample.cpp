@@ -165,9 +165,9 @@ std::optional<RowSample> RowSample::parse(const std::string& hex)
     return sample;
 }
 
-bool RowSample::excludes(const Digest128& row) const noexcept
+bool RowSample::holds(std::uint64_t lo) const noexcept
 {
-    return (row.lo & mask_) == 0 && !std::binary_search(entries_.begin(), entries_.end(), row.lo);
+    return std::binary_search(entries_.begin(), entries_.end(), lo);
 }
 
 }  // namespace pg_idempotent::core
