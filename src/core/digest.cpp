@@ -29,16 +29,6 @@ void to_bytes(const Digest128& d, unsigned char out[16]) noexcept
     }
 }
 
-void MultisetDigest::add(const Digest128& row) noexcept
-{
-    // 128-bit addition with carry: the multiset sum modulo 2^128.
-    const std::uint64_t lo = sum_.lo + row.lo;
-    const std::uint64_t carry = lo < sum_.lo ? 1 : 0;
-    sum_.lo = lo;
-    sum_.hi += row.hi + carry;
-    ++count_;
-}
-
 void MultisetDigest::merge(const MultisetDigest& other) noexcept
 {
     const std::uint64_t lo = sum_.lo + other.sum_.lo;

@@ -34,7 +34,16 @@ void to_bytes(const Digest128& d, unsigned char out[16]) noexcept;
 class MultisetDigest {
 public:
     // Adds one row. noexcept: called from PostgreSQL's executor callbacks.
-    void add(const Digest128& row) noexcept;
+    // Inline: called once per row of every digest.
+    void add(const Digest128& row) noexcept
+    {
+        // 128-bit addition with carry: the multiset sum modulo 2^128.
+        const std::uint64_t lo = sum_.lo + row.lo;
+        const std::uint64_t carry = lo < sum_.lo ? 1 : 0;
+        sum_.lo = lo;
+        sum_.hi += row.hi + carry;
+        ++count_;
+    }
     // Combines two partial digests (e.g. of two partitions, or of the parts
     // parallel workers read).
     void merge(const MultisetDigest& other) noexcept;

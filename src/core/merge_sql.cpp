@@ -189,7 +189,14 @@ std::string build_merge_sql(const MergeSpec& s)
     // plan: each source key's action.
     {
         const std::string matched = "t." + s.keys[0].name + " IS NOT NULL";
-        std::string p = "plan AS MATERIALIZED (SELECT d.*, CASE\n";
+        // Only the keys with something to do (or to report as stale, a
+        // conflict, an absent delete) are kept: a replay's unchanged keys
+        // are counted (count of dedup less the rows kept), not copied into
+        // the CTE's tuplestore (1M rows of a replay spilled 74 MB to temp
+        // files and were read back for the counts). OFFSET 0 keeps the
+        // action computed once per row (a flattened subquery would compute
+        // the CASE, digests included, in the filter and again in the list).
+        std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE\n";
         if (s.tombstones) {
             // A key deleted at a version at least this row's stays deleted.
             // The tombstone's canonical text is parsed as the caller (the
@@ -223,7 +230,8 @@ std::string build_merge_sql(const MergeSpec& s)
         if (s.tombstones)
             p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
                  digest_of(s.keys, "d", false);
-        p += "),\n";
+        p += "\n OFFSET 0) AS x WHERE x." + std::string(kAction) + " OPERATOR(pg_catalog.<>) " +
+             std::to_string(kUnchanged) + "),\n";
         sql += p;
     }
 
@@ -241,22 +249,32 @@ std::string build_merge_sql(const MergeSpec& s)
     std::string scope = s.delete_scope ? "(" + *s.delete_scope + "\n) AND " : "";
     std::string missing_where = scope + "NOT EXISTS (SELECT FROM dedup d WHERE " + keys_match(s, "t", "d") + ")";
 
+    // What the counts need of plan and dedup, in one pass over each (plan's
+    // tuplestore holds every source row of a first load: each count read it
+    // once more). The keys plan left out are the unchanged ones; absent
+    // deletes count as unchanged too.
+    auto tally_of = [&](int action) {
+        return "pg_catalog.count(*) FILTER (WHERE p." + std::string(kAction) + " " + kEq + " " +
+               std::to_string(action) + ")";
+    };
+    sql += "tally AS MATERIALIZED (SELECT " + count_where("dedup") + " AS n, pg_catalog.count(*) AS kept, " +
+           tally_of(kInsert) + " AS to_insert, " + tally_of(kUpdate) + " AS to_update, " + tally_of(kDelete) +
+           " AS to_delete, " + tally_of(kStale) + " AS stale, " + tally_of(kDeleteAbsent) + " AS absent FROM plan p),\n";
+    const std::string unchanged_in_plan = "ta.n " + std::string(kMinus) + " ta.kept " + kPlus + " ta.absent";
     std::string counts;
     if (s.dry_run) {
         const std::string missing =
             s.delete_missing ? count_where(s.target + " AS t", missing_where) : std::string("0");
-        counts = "SELECT " + count_where("plan p", action_is("p", kInsert)) + "::pg_catalog.int8 AS inserted,\n " +
-                 count_where("plan p", action_is("p", kUpdate)) + "::pg_catalog.int8 AS updated,\n (" +
-                 count_where("plan p", action_is("p", kDelete)) + " " + kPlus + " " + missing +
-                 ")::pg_catalog.int8 AS deleted,\n " +
-                 count_where("plan p", "p." + std::string(kAction) + " OPERATOR(pg_catalog.=) ANY ('{4,7}'::pg_catalog.int4[])") +
-                 "::pg_catalog.int8 AS unchanged,\n " + count_where("plan p", action_is("p", kStale)) +
-                 "::pg_catalog.int8 AS stale\n FROM checks, checks2";
+        counts = "SELECT ta.to_insert::pg_catalog.int8 AS inserted,\n ta.to_update::pg_catalog.int8 AS updated,\n (ta.to_delete " +
+                 std::string(kPlus) + " " + missing + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan +
+                 ")::pg_catalog.int8 AS unchanged,\n ta.stale::pg_catalog.int8 AS stale\n FROM checks, checks2, tally ta";
         // (checks2 raises for conflicts, as a real run would.)
         return sql.substr(0, sql.size() - 2) + "\n" + counts;
     }
 
-    sql += "todo AS MATERIALIZED (SELECT * FROM plan p WHERE p." + std::string(kAction) +
+    // Not copied again: ins, lck and the counts each read plan's tuplestore
+    // through it (on a first load, plan holds every source row).
+    sql += "todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p." + std::string(kAction) +
            " OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),\n";
 
     // Inserts: new keys, in key order. A key a concurrent transaction has
@@ -353,14 +371,12 @@ std::string build_merge_sql(const MergeSpec& s)
            count_where("upd") + " " + kPlus + " " + count_where("ins", "NOT fresh") +
            ")::pg_catalog.int8 AS updated,\n (" + count_where("del") + " " + kPlus + " " + count_where("miss") +
            ")::pg_catalog.int8 AS deleted,\n (" +
-           count_where("plan p", "p." + std::string(kAction) + " OPERATOR(pg_catalog.=) ANY ('{4,7}'::pg_catalog.int4[])") +
-           " " + kPlus + " " + count_where("todo p", action_is("p", kInsert)) + " " + kMinus + " " +
-           count_where("ins") + ")::pg_catalog.int8 AS unchanged,\n (" + count_where("plan p", action_is("p", kStale)) +
-           (versioned ? " " + std::string(kPlus) + " " + count_where("todo p", action_is("p", kUpdate)) + " " + kMinus + " " +
-                            count_where("upd") + " " + kPlus + " " + count_where("todo p", action_is("p", kDelete)) + " " +
-                            kMinus + " " + count_where("del")
+           unchanged_in_plan + " " + kPlus + " ta.to_insert " + kMinus + " " + count_where("ins") +
+           ")::pg_catalog.int8 AS unchanged,\n (ta.stale" +
+           (versioned ? " " + std::string(kPlus) + " ta.to_update " + kMinus + " " + count_where("upd") + " " + kPlus +
+                            " ta.to_delete " + kMinus + " " + count_where("del")
                       : std::string()) +
-           ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb";
+           ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb, tally ta";
     return sql;
 }
 
