@@ -47,6 +47,25 @@ std::string digest_of(const std::vector<MergeColumn>& cols, const std::string& a
     return "idem._row_digest(ROW(" + join(parts) + "))";
 }
 
+// Whether two rows' columns have the same stored images (what "unchanged"
+// means: docs/merge.md), a's cast to the target's types first when
+// cast_a: record_image_eq, the image comparison behind `*=`, column by
+// column. It decides exactly what equal v1 digests decide (the digest hashes
+// these images), without hashing, and the types match by construction (b
+// is the target's row). ROW() of no column is the empty row: equal.
+std::string images_equal(const std::vector<MergeColumn>& cols, const std::string& a, const std::string& b,
+                         bool cast_a = true)
+{
+    std::vector<std::string> left;
+    std::vector<std::string> right;
+    for (const auto& c : cols) {
+        const std::string ref = a + "." + c.name;
+        left.push_back(cast_a ? cast_to_target(ref, c) : ref);
+        right.push_back(b + "." + c.name);
+    }
+    return "pg_catalog.record_image_eq(ROW(" + join(left) + "), ROW(" + join(right) + "))";
+}
+
 // "(k1, k2)=(v1, v2)" for messages, from the row alias.
 std::string key_text(const MergeSpec& s, const std::string& alias)
 {
@@ -220,8 +239,7 @@ std::string build_merge_sql(const MergeSpec& s)
                  std::to_string(kStale) + "\n";
         if (deletes)
             p += " WHEN d." + std::string(kDeleteFlag) + " IS TRUE THEN " + std::to_string(kDelete) + "\n";
-        p += " WHEN " + digest_of(s.update_columns, "d", true) + " " + kEq + " " +
-             digest_of(s.update_columns, "t", false) + " THEN " + std::to_string(kUnchanged) + "\n";
+        p += " WHEN " + images_equal(s.update_columns, "d", "t") + " THEN " + std::to_string(kUnchanged) + "\n";
         if (versioned)
             p += " WHEN d." + s.version->name + " " + s.version_eq + " t." + s.version->name + " THEN " +
                  std::to_string(kConflict) + "\n";
@@ -301,8 +319,7 @@ std::string build_merge_sql(const MergeSpec& s)
                 exc.push_back("EXCLUDED." + c.name);
             }
             ins += "DO UPDATE SET (" + join(upd) + ") = ROW(" + join(exc) + ") WHERE NOT (" +
-                   digest_of(s.update_columns, "t", false) + " " + kEq + " " +
-                   digest_of(s.update_columns, "EXCLUDED", false) + ")";
+                   images_equal(s.update_columns, "EXCLUDED", "t", false) + ")";
             if (versioned)
                 ins += " AND NOT (EXCLUDED." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")";
         }
