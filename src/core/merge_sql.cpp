@@ -214,7 +214,8 @@ std::string build_merge_sql(const MergeSpec& s)
         // the CTE's tuplestore (1M rows of a replay spilled 74 MB to temp
         // files and were read back for the counts). OFFSET 0 keeps the
         // action computed once per row (a flattened subquery would compute
-        // the CASE, digests included, in the filter and again in the list).
+        // the CASE, row comparisons included, in the filter and again in the
+        // list).
         std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE\n";
         if (s.tombstones) {
             // A key deleted at a version at least this row's stays deleted.
