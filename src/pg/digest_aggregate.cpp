@@ -135,10 +135,14 @@ pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinf
         elog(ERROR, "%s: planned for %d columns, given %d", aggregate, call->argument_count, PG_NARGS() - 1);
     // Detoasted copies go to the current context, which the executor resets
     // for every input row.
+    // In locals, as in the digest receiver's loop: the hasher's byte stores
+    // may alias anything reached through call.
     core::RowHasher* h = call->hasher;
-    h->begin_row(static_cast<uint32>(call->argument_count));
-    for (int i = 0; i < call->argument_count; ++i) {
-        const ArgumentInfo& a = call->arguments[i];
+    const ArgumentInfo* const arguments = call->arguments;
+    const int count = call->argument_count;
+    h->begin_row(static_cast<uint32>(count));
+    for (int i = 0; i < count; ++i) {
+        const ArgumentInfo& a = arguments[i];
         feed_column_image(h, PG_GETARG_DATUM(i + 1), PG_ARGISNULL(i + 1), a.typlen, a.typbyval);
     }
     const core::Digest128 row = h->end_row();

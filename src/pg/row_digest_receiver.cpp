@@ -59,21 +59,32 @@ void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
 }
 
 // Hashes columns [from, to) of r->columns of the slot's values as one row.
-// Returns whether it allocated in the current context (see feed_column_image).
-inline bool hash_columns(RowDigestReceiver* r, const Datum* values, const bool* isnull, int from, int to,
-                         core::Digest128* row)
+// Sets *copied when it allocated in the current context (see
+// feed_column_image).
+//
+// The digest is returned by value: written through a pointer, its halves
+// were stored apart and read back as one 16-byte load, which the CPU cannot
+// forward from two stores (a stall on every row). r->columns and the flag
+// are kept in locals because every byte the hasher stores may alias them,
+// which made the compiler read and write them again for each column. Both
+// together: about 1.5 ms less per 1M rows of five columns (of about 18 ms
+// spent hashing them), measured side by side through idem.checksum_query.
+inline core::Digest128 hash_columns(RowDigestReceiver* r, const Datum* values, const bool* isnull, int from, int to,
+                                    bool* copied)
 {
     core::RowHasher* h = r->targets.hasher;
-    bool copied = false;
+    const ColumnInfo* const columns = r->columns;
+    bool allocated = false;
     h->begin_row(static_cast<uint32>(to - from));
     for (int k = from; k < to; ++k) {
-        const ColumnInfo& c = r->columns[k];
-        copied |= feed_column_image(h, values[c.index], isnull[c.index], c.typlen, c.typbyval);
+        const ColumnInfo& c = columns[k];
+        allocated |= feed_column_image(h, values[c.index], isnull[c.index], c.typlen, c.typbyval);
     }
-    *row = h->end_row();
+    const core::Digest128 row = h->end_row();
     if (!h->ok())
         ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
-    return copied;
+    *copied |= allocated;
+    return row;
 }
 
 // Called by the executor for every row: no C++ object lives in this frame, and
@@ -91,13 +102,10 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
     const Datum* values = slot->tts_values;
     const bool* isnull = slot->tts_isnull;
     MemoryContext old = MemoryContextSwitchTo(r->row_context);
-    core::Digest128 row;
-    bool copied = hash_columns(r, values, isnull, 0, r->first_live, &row);
-    if (t.second != nullptr) {
-        core::Digest128 second;
-        copied |= hash_columns(r, values, isnull, r->first_live, r->live, &second);
-        t.second->add(second);
-    }
+    bool copied = false;
+    const core::Digest128 row = hash_columns(r, values, isnull, 0, r->first_live, &copied);
+    if (t.second != nullptr)
+        t.second->add(hash_columns(r, values, isnull, r->first_live, r->live, &copied));
     MemoryContextSwitchTo(old);
     if (copied)
         MemoryContextReset(r->row_context);
