@@ -134,9 +134,9 @@ pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinf
     if (call->argument_count != PG_NARGS() - 1)
         elog(ERROR, "%s: planned for %d columns, given %d", aggregate, call->argument_count, PG_NARGS() - 1);
     // Detoasted copies go to the current context, which the executor resets
-    // for every input row.
-    // In locals, as in the digest receiver's loop: the hasher's byte stores
-    // may alias anything reached through call.
+    // for every input row. The arguments' array and count are read into
+    // locals, as in the digest receiver's loop: the hasher's byte stores may
+    // alias anything reached through call.
     core::RowHasher* h = call->hasher;
     const ArgumentInfo* const arguments = call->arguments;
     const int count = call->argument_count;
