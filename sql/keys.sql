@@ -229,3 +229,28 @@ SELECT show_error($$SELECT idem.claim('read_only', 'direct')$$);
 SELECT show_error($$SELECT idem.claim('Käse ☕ 鍵', 'direct')$$);
 ROLLBACK;
 SELECT count(*) AS direct_keys FROM idem.keys WHERE scope = 'direct';
+
+-- Two keys with the same MD5 (planted here: a row of the hash of 'evt_a'
+-- that holds the key 'evt_b', as a collision would leave it). The row is
+-- found by md5(key), and it is not 'evt_a''s: claiming 'evt_a' fails with
+-- ID003 instead of taking evt_b's claim for its own, on the direct path and
+-- on the SQL path, alone and in a batch; the functions that act on a key's
+-- row leave evt_b's row alone.
+INSERT INTO idem.keys (scope, key_hash, key, state, claimed_at, claimed_by, result)
+VALUES ('collide', md5('evt_a')::uuid, 'evt_b', 'done', now(), pg_current_xact_id(), '{"of": "evt_b"}');
+SELECT show_error($$SELECT idem.claim('evt_a', 'collide')$$);
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT show_error($$SELECT idem.claim('evt_a', 'collide')$$);
+ROLLBACK;
+SELECT show_error($$SELECT idem.claim('evt_a', 'collide', lease => '1 hour')$$);
+SELECT show_error($$SELECT * FROM idem.once('evt_a', 'SELECT 1', 'collide')$$);
+SELECT show_error($$SELECT * FROM idem.claim_many(ARRAY['evt_c', 'evt_a'], 'collide')$$);
+SELECT count(*) AS evt_c_not_claimed FROM idem.keys WHERE scope = 'collide' AND key = 'evt_c';
+SELECT show_error($$SELECT idem.complete('evt_a', '{"of": "evt_a"}', 'collide')$$);
+SELECT show_error($$SELECT idem.save_point('evt_a', 'step 2', 'collide')$$);
+SELECT idem.result('evt_a', 'collide') IS NULL AS no_result_for_evt_a;
+SELECT count(*) AS no_status_for_evt_a FROM idem.key_status('evt_a', 'collide');
+SELECT idem.forget('evt_a', 'collide') AS forgot_evt_a;
+-- evt_b's row is as it was.
+SELECT key, state, result FROM idem.keys WHERE scope = 'collide';
+DELETE FROM idem.keys WHERE scope = 'collide';

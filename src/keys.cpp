@@ -20,9 +20,16 @@ namespace sqlstate = pg::sqlstate;
 // travel as $1 (scope) and $2 (key), then the statement's own.
 const char* const kKeysWhat = "idempotency keys in scope";
 
-const char* const kWhereKey =
+// A row is found by md5(key) (the primary key, so that keys of any length
+// work) and is this key's only if the stored key is this one, byte for byte
+// (the "C" collation): another key with the same MD5 is not this key's row.
+const char* const kWhereHash =
     " WHERE k.scope OPERATOR(pg_catalog.=) $1"
     " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid";
+const char* const kWhereKey =
+    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid"
+    " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) $2";
 
 const char* const kInsertClaim =
     "INSERT INTO idem.keys AS k (scope, key_hash, key, fingerprint, state, lease, claimed_at,"
@@ -111,6 +118,25 @@ void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
     }
 }
 
+UserError collision_error(const std::string& key, const std::string& scope)
+{
+    return UserError(sqlstate::kKeyHashCollision,
+                     "idempotency key \"" + shown(key) + "\" in scope \"" + scope +
+                         "\" has the same MD5 as another key of that scope",
+                     "idem.keys finds a key by md5(key); the row of that hash holds another key.",
+                     "Use another key (a random UUID, for example), or another scope.");
+}
+
+// Whether the key's hash is held by another key's row (a collision): asked
+// when this key has no row but its INSERT met a conflict.
+bool hash_held_by_other_key(pg::SpiSession& spi, const std::string& scope, const std::string& key)
+{
+    auto r = spi.query_saved(std::string("SELECT true FROM idem.keys k") + kWhereHash +
+                                 " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) $2",
+                             {Param::of_text(scope), Param::of_text(key)});
+    return !r.rows.empty();
+}
+
 UserError leased_error(const ClaimRequest& request, const char* how)
 {
     return UserError(sqlstate::kLockNotAvailable,
@@ -153,6 +179,8 @@ std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& re
         k.fingerprint = direct.existing.fingerprint;
         k.mine = direct.existing.claimed_by_this_transaction;
         k.lease_live = direct.existing.lease_live;
+        if (!direct.existing.same_key)
+            throw collision_error(request.key, request.scope);
         return k;
     }
     case pg::KeyClaimResult::Outcome::kUnsupported:
@@ -179,8 +207,13 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
         auto row = insert_or_find(spi, request, &inserted);
         if (inserted)
             return true;
-        if (!row)
+        if (!row) {
+            // The INSERT met a row, and none is this key's: another key's
+            // row with the same hash, or this key's row forgotten meanwhile.
+            if (hash_held_by_other_key(spi, request.scope, request.key))
+                throw collision_error(request.key, request.scope);
             continue;
+        }
         check_fingerprint(*row, request);
         if (row->mine)
             return true;  // this transaction claimed it already
@@ -259,14 +292,29 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
         " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
         "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()"
         "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
-        "  AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+        "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
         "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
         " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
-        "  AND k.key_hash OPERATOR(pg_catalog.=) i.h"
+        "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
         "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
         " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
+    // A key whose hash another key's row holds is neither inserted nor
+    // returned: the batch fails on it (ID003) rather than report it as
+    // claimed before. Checked after the statement, which has waited for any
+    // concurrent claimer of those hashes, so a row committed meanwhile is
+    // seen too.
+    const std::string clash =
+        "SELECT u.k FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)"
+        " JOIN idem.keys k ON k.scope OPERATOR(pg_catalog.=) $1"
+        "  AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5(u.k)::pg_catalog.uuid"
+        "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) u.k LIMIT 1";
     pg::as_extension_owner([&] {
-        spi.return_rows(fcinfo, sql, {Param::of_text(scope), Param::of_text_array(keys)}, true);
+        const Param scope_param = Param::of_text(scope);
+        const Param keys_param = Param::of_text_array(keys);
+        spi.return_rows(fcinfo, sql, {scope_param, keys_param}, true);
+        auto clashed = spi.query(clash, {scope_param, keys_param});
+        if (!clashed.rows.empty())
+            throw collision_error(clashed.rows[0][0].value_or(""), scope);
     });
     spi.finish();
 }

@@ -46,6 +46,9 @@ inline constexpr const char* kInsufficientPrivilege = "42501";
 // The extension's own class "ID" (implementation-defined classes start with
 // I-Z): an idempotency key reused for a different request.
 inline constexpr const char* kFingerprintMismatch = "ID001";
+// Two different keys of one scope with the same MD5 (idem.keys finds a key by
+// md5(key)): the second is refused instead of being taken for the first.
+inline constexpr const char* kKeyHashCollision = "ID003";
 }  // namespace sqlstate
 
 class UserError : public std::exception {

@@ -115,6 +115,7 @@ struct RawResult {
     char* fingerprint;  // nullptr: NULL
     bool mine;
     bool lease_live;
+    bool same_key;
 };
 
 Datum text_datum(const std::string& s)
@@ -126,7 +127,7 @@ Datum text_datum(const std::string& s)
 // object with a destructor.
 RawResult claim_row(const KeyClaim& claim)
 {
-    RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false};
+    RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true};
     // SERIALIZABLE: the SQL path's statements take the predicate locks. A
     // read-only transaction (or a hot standby): the INSERT raises 25006.
     if (!ActiveSnapshotSet() || IsolationIsSerializable() || XactReadOnly || IsInParallelMode())
@@ -223,6 +224,16 @@ RawResult claim_row(const KeyClaim& claim)
                        FullTransactionIdEquals(DatumGetFullTransactionId(claimed_by), mine);
             const Datum lease_until = slot_getattr(found, at[kLeaseUntil] + 1, &isnull);
             out.lease_live = !isnull && DatumGetTimestampTz(lease_until) > GetCurrentTimestamp();
+            // The row was found by md5(key): it is this key's only if the
+            // stored key is this one, byte for byte.
+            const Datum stored = slot_getattr(found, at[kKey] + 1, &isnull);
+            if (isnull) {
+                out.same_key = false;
+            } else {
+                const text* t = DatumGetTextPP(stored);
+                out.same_key = VARSIZE_ANY_EXHDR(t) == claim.key.size() &&
+                               std::memcmp(VARDATA_ANY(t), claim.key.data(), claim.key.size()) == 0;
+            }
             MemoryContextSwitchTo(estate->es_query_cxt);
             out.outcome = KeyClaimResult::Outcome::kExists;
             break;
@@ -299,6 +310,7 @@ KeyClaimResult insert_claim_row(const KeyClaim& claim)
             result.existing.fingerprint = std::string(raw.fingerprint);
         result.existing.claimed_by_this_transaction = raw.mine;
         result.existing.lease_live = raw.lease_live;
+        result.existing.same_key = raw.same_key;
     }
     return result;
 }

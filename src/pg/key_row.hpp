@@ -34,6 +34,7 @@ struct StoredKey {
     std::optional<std::string> fingerprint;
     bool claimed_by_this_transaction = false;  // claimed_by = this top-level transaction
     bool lease_live = false;                   // lease_until > clock_timestamp()
+    bool same_key = true;                      // false: another key with the same md5 (a collision)
 };
 
 struct KeyClaimResult {
