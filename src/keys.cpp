@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 
+#include "core/digest.hpp"
 #include "core/md5.hpp"
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
@@ -120,22 +121,13 @@ void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
     }
 }
 
-// md5(key)::uuid as text (8-4-4-4-12 lower-case hex), as idem.keys stores
-// key_hash.
-std::string uuid_of_md5(const std::string& key)
+// md5(key) as 32 hex digits: the key_hash idem.keys stores, as uuid_in
+// reads it and as encode(uuid_send(key_hash), 'hex') shows it.
+std::string md5_hex(const std::string& key)
 {
     unsigned char digest[16];
     core::md5(key.data(), key.size(), digest);
-    static const char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(36);
-    for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out.push_back('-');
-        out.push_back(kHex[digest[i] >> 4]);
-        out.push_back(kHex[digest[i] & 0x0F]);
-    }
-    return out;
+    return core::to_hex(core::from_bytes(digest));
 }
 
 UserError collision_error(const std::string& key, const std::string& scope)
@@ -329,7 +321,7 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
     std::map<std::string, const std::string*> key_of_hash;
     std::vector<std::string> hashes;
     for (const auto& k : keys) {
-        const std::string h = uuid_of_md5(k);
+        const std::string h = md5_hex(k);
         auto [at, fresh] = key_of_hash.emplace(h, &k);
         if (fresh)
             hashes.push_back(h);
@@ -338,7 +330,7 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
     }
     pg::as_extension_owner([&] {
         spi.return_rows(fcinfo, sql, {Param::of_text(scope), Param::of_text_array(keys)}, true);
-        auto held = spi.query("SELECT k.key_hash::pg_catalog.text, k.key FROM idem.keys k"
+        auto held = spi.query("SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
                               " WHERE k.scope OPERATOR(pg_catalog.=) $1"
                               " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
                               {Param::of_text(scope), Param::of_text_array(hashes)});

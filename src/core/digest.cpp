@@ -29,6 +29,16 @@ void to_bytes(const Digest128& d, unsigned char out[16]) noexcept
     }
 }
 
+Digest128 from_bytes(const unsigned char in[16]) noexcept
+{
+    Digest128 d{0, 0};
+    for (int i = 0; i < 8; ++i) {
+        d.hi = (d.hi << 8) | in[i];
+        d.lo = (d.lo << 8) | in[8 + i];
+    }
+    return d;
+}
+
 void MultisetDigest::merge(const MultisetDigest& other) noexcept
 {
     const std::uint64_t lo = sum_.lo + other.sum_.lo;

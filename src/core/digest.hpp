@@ -29,6 +29,8 @@ std::string to_hex(const Digest128& d);
 
 // The 16 bytes of a digest, most significant first (the uuid form).
 void to_bytes(const Digest128& d, unsigned char out[16]) noexcept;
+// Its inverse: 16 bytes, most significant first (a uuid, an MD5 digest).
+Digest128 from_bytes(const unsigned char in[16]) noexcept;
 
 // Order-independent, duplicate-sensitive digest of a multiset of row hashes.
 class MultisetDigest {

@@ -22,6 +22,7 @@ using pg_idempotent::core::kChecksumFormat;
 using pg_idempotent::core::digest_text_count;
 using pg_idempotent::core::MultisetDigest;
 using pg_idempotent::core::to_bytes;
+using pg_idempotent::core::from_bytes;
 using pg_idempotent::core::to_hex;
 using pg_idempotent::test::random_digests;
 
@@ -57,6 +58,17 @@ TEST(DigestBytes, BigEndianMostSignificantFirst)
     for (int i = 0; i < 15; ++i)
         EXPECT_EQ(out[i], 0) << "byte " << i;
     EXPECT_EQ(out[15], 0xff);
+}
+
+TEST(DigestBytes, FromBytesInvertsToBytes)
+{
+    const unsigned char in[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    EXPECT_EQ(from_bytes(in), (Digest128{0x0102030405060708ULL, 0x090a0b0c0d0e0f10ULL}));
+    for (const Digest128& d : random_digests(50, 11)) {
+        unsigned char out[16];
+        to_bytes(d, out);
+        EXPECT_EQ(from_bytes(out), d);
+    }
 }
 
 TEST(DigestBytes, AgreesWithHex)
