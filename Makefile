@@ -10,19 +10,19 @@
 
 EXTENSION = pg_idempotent
 MODULE_big = pg_idempotent
-EXTVERSION = 0.6.0
+EXTVERSION = 0.7.0
 
 CORE_OBJS = src/core/digest.o src/core/md5.o src/core/row_image.o src/core/row_sample.o src/core/sql_text.o src/core/merge_sql.o
 PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
           src/pg/row_digest_receiver.o src/pg/identity.o src/pg/values.o src/pg/settings.o src/pg/key_row.o \
-          src/pg/digest_aggregate.o src/pg/stamp_scan.o
+          src/pg/digest_aggregate.o src/pg/stamp_scan.o src/pg/unit_lock.o
 FEATURE_OBJS = src/checksum.o src/boundary_probe.o src/merge.o src/keys.o src/usage.o src/checkpoint.o src/rerun.o src/publish.o src/overwrite.o \
-               src/partitions.o src/swap_partition.o src/history.o src/written_units.o
+               src/partitions.o src/swap_partition.o src/history.o src/written_units.o src/tombstones.o
 OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)
 
 # 0.1.0 is the released install script and stays as it shipped; each later
 # version is an upgrade script, and CREATE EXTENSION runs the chain.
-DATA = pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql
+DATA = pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql pg_idempotent--0.6.0--0.7.0.sql
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)

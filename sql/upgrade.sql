@@ -30,15 +30,20 @@ SELECT idem.mark_window('nightly', '2024-07-07'::date, '2024-07-08'::date);
 SELECT idem.publish('public.report', 'SELECT 1 AS n');
 CREATE ROLE idem_upgrade_etl;
 SELECT idem.grant_usage('idem_upgrade_etl', 'webhooks');
-CREATE TABLE before_update AS
-  SELECT 'keys' AS state, idem.checksum('idem.keys') AS checksum
-  UNION ALL SELECT 'tombstones', idem.checksum('idem.tombstones')
-  UNION ALL SELECT 'checkpoints', idem.checksum('idem.checkpoints')
-  UNION ALL SELECT 'checkpoint_log', idem.checksum('idem.checkpoint_log')
-  UNION ALL SELECT 'windows', idem.checksum('idem.windows')
-  UNION ALL SELECT 'datasets', idem.checksum('idem.datasets')
-  UNION ALL SELECT 'dataset_versions', idem.checksum('idem.dataset_versions')
-  UNION ALL SELECT 'usage_grants', idem.checksum('idem.usage_grants');
+-- Each state table's rows as a query: 0.7.0 adds columns to datasets (the
+-- view and the registered owner) and names each grant's kind, so those two
+-- compare what they held before.
+CREATE TABLE before_update (state text, query text, checksum text);
+INSERT INTO before_update (state, query) VALUES
+  ('keys', 'SELECT * FROM idem.keys'),
+  ('tombstones', 'SELECT * FROM idem.tombstones'),
+  ('checkpoints', 'SELECT * FROM idem.checkpoints'),
+  ('checkpoint_log', 'SELECT * FROM idem.checkpoint_log'),
+  ('windows', 'SELECT * FROM idem.windows'),
+  ('datasets', 'SELECT schema_name, view_name, current_version, next_version, flipped_at FROM idem.datasets'),
+  ('dataset_versions', 'SELECT * FROM idem.dataset_versions'),
+  ('usage_grants', 'SELECT DISTINCT role, scope FROM idem.usage_grants');
+UPDATE before_update SET checksum = idem.checksum_query(query);
 
 -- One release at a time. At 0.2.0 the module is already the newest: it works
 -- on the older SQL objects, without a history table, and records nothing
@@ -94,9 +99,13 @@ SELECT query_digest = idem.checksum_query('SELECT ''2024-07-07''::date, g FROM g
   FROM idem.written_units WHERE relid = 'ow_0707'::regclass;
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 8) g');
 -- Every state table reads back exactly as before (and is not empty).
-SELECT b.state, b.checksum = idem.checksum(('idem.' || b.state)::regclass) AS unchanged,
+SELECT b.state, b.checksum = idem.checksum_query(b.query) AS unchanged,
        split_part(b.checksum, ':', 2) AS rows
   FROM before_update b ORDER BY 1;
+-- 0.7.0: the scope grant of 0.6.0 now names what it gave (keys and the job;
+-- 'webhooks' is no schema.view), the dataset knows its view and its owner.
+SELECT role::text, kind, scope FROM idem.usage_grants ORDER BY kind;
+SELECT view_name, view_relid = 'public.report'::regclass AS view_recorded, owner::text FROM idem.datasets;
 -- The state still works: the key is done, the checkpoint and the tombstone hold.
 SELECT idem.claim('evt-1', 'webhooks', 'body-a') AS claimed_again, idem.result('evt-1', 'webhooks');
 SELECT idem.watermark('nightly');

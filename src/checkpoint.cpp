@@ -18,8 +18,6 @@ using pg::TypedValue;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-const char* const kJobWhat = "the checkpoint of job";
-
 struct JobRow {
     std::optional<std::uint32_t> type;   // fixed at the first value
     std::optional<std::string> watermark;
@@ -31,14 +29,18 @@ void require_job(const std::string& job)
         throw UserError(sqlstate::kInvalidParameterValue, "job must not be empty");
 }
 
-void require_value(const TypedValue& v, const char* what)
+// The value as the job keeps it (pg::trusted_state_type: a domain as its
+// base type, only types a superuser owns), checked for NULL and an ordering.
+TypedValue require_value(TypedValue v, const char* what)
 {
     if (v.is_null)
         throw UserError(sqlstate::kNullValueNotAllowed, std::string(what) + " must not be NULL");
+    v.type = pg::trusted_state_type(v.type);
     if (!pg::type_is_ordered(v.type))
         throw UserError("42883", std::string(what) + " has type " + pg::type_display(v.type) +
                                      ", which has no ordering",
                         {}, "Watermarks need a type with a default btree ordering (bigint, numeric, date, timestamptz, text, pg_lsn...).");
+    return v;
 }
 
 JobRow parse_row(const pg::QueryResult& r)
@@ -46,8 +48,9 @@ JobRow parse_row(const pg::QueryResult& r)
     JobRow row;
     if (r.rows.empty())
         return row;
+    // Jobs written before 0.7.0 may keep a domain: compared as its base type.
     if (r.rows[0][0])
-        row.type = static_cast<std::uint32_t>(std::stoul(*r.rows[0][0]));
+        row.type = pg::base_type(static_cast<std::uint32_t>(std::stoul(*r.rows[0][0])));
     row.watermark = r.rows[0][1];
     return row;
 }
@@ -117,8 +120,7 @@ void store(pg::SpiSession& spi, const std::string& job, const TypedValue& value)
 JobRow open_for_write(pg::SpiSession& spi, const std::string& job, const TypedValue& value)
 {
     require_job(job);
-    require_value(value, "watermark");
-    check_scope_usage(spi, job, kJobWhat);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, true);
     check_type(job, row, value.type);
     return row;
@@ -130,7 +132,7 @@ std::optional<std::string> watermark_text(const std::string& job)
 {
     require_job(job);
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, false);
     spi.finish();
     return row.watermark;
@@ -140,27 +142,29 @@ std::optional<TypedValue> watermark_typed(const std::string& job, std::uint32_t 
 {
     require_job(job);
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, false);
     spi.finish();
-    check_type(job, row, as_type);
+    const std::uint32_t type = pg::trusted_state_type(as_type);
+    check_type(job, row, type);
     if (!row.watermark)
         return std::nullopt;
-    return pg::parse_canonical(*row.watermark, as_type);  // in the caller's memory context
+    return pg::parse_canonical(*row.watermark, type);  // in the caller's memory context
 }
 
 std::optional<std::string> lock_job(const std::string& job, bool nowait)
 {
     require_job(job);
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, true, nowait);
     spi.finish();
     return row.watermark;
 }
 
-void advance(const std::string& job, const TypedValue& value, const std::optional<std::string>& expected)
+void advance(const std::string& job, const TypedValue& given, const std::optional<std::string>& expected)
 {
+    const TypedValue value = require_value(given, "watermark");
     pg::SpiSession spi;
     const JobRow row = open_for_write(spi, job, value);
     if (expected) {
@@ -193,8 +197,9 @@ void advance(const std::string& job, const TypedValue& value, const std::optiona
     spi.finish();
 }
 
-void rewind(const std::string& job, const TypedValue& value)
+void rewind(const std::string& job, const TypedValue& given)
 {
+    const TypedValue value = require_value(given, "watermark");
     pg::SpiSession spi;
     const JobRow row = open_for_write(spi, job, value);
     const std::string text = pg::canonical_text(value);
@@ -208,8 +213,9 @@ void rewind(const std::string& job, const TypedValue& value)
     spi.finish();
 }
 
-bool run_once(const std::string& job, const TypedValue& value, const std::string& query)
+bool run_once(const std::string& job, const TypedValue& given, const std::string& query)
 {
+    const TypedValue value = require_value(given, "watermark");
     const RunClock clock;
     pg::SpiSession spi;
     const JobRow row = open_for_write(spi, job, value);
@@ -240,16 +246,16 @@ bool run_once(const std::string& job, const TypedValue& value, const std::string
     return true;
 }
 
-void mark_window(const std::string& job, const TypedValue& lo, const TypedValue& hi)
+void mark_window(const std::string& job, const TypedValue& lo_given, const TypedValue& hi_given)
 {
     require_job(job);
-    require_value(lo, "lo");
-    require_value(hi, "hi");
+    const TypedValue lo = require_value(lo_given, "lo");
+    const TypedValue hi = require_value(hi_given, "hi");
     if (pg::compare_values(lo, hi) >= 0)
         throw UserError(sqlstate::kInvalidParameterValue, "a window needs lo < hi",
                         "Windows are half-open: [lo, hi).");
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, true);
     check_type(job, row, lo.type);
     const std::string lo_text = pg::canonical_text(lo);
@@ -291,10 +297,13 @@ void windows(FunctionCallInfoBaseData* fcinfo, const std::string& job)
 {
     require_job(job);
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
-    const JobRow row = load_job(spi, job, false);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
+    JobRow row = load_job(spi, job, false);
     // Read as text by the owner; parsed and sorted by the job's type here, as
-    // the caller: a type's own code never runs with the owner's rights.
+    // the caller: a type's own code never runs with the owner's rights, and
+    // only a type no other role controls (pg::trusted_state_type) runs at all.
+    if (row.type)
+        row.type = pg::trusted_state_type(*row.type);
     pg::QueryResult r;
     pg::as_extension_owner([&] {
         pg::with_canonical_settings([&] {
@@ -328,16 +337,19 @@ void windows(FunctionCallInfoBaseData* fcinfo, const std::string& job)
     spi.finish();
 }
 
-void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedValue& from, const TypedValue& to,
-          const TypedValue& step)
+void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedValue& from_given, const TypedValue& to_given,
+          const TypedValue& step_given)
 {
     require_job(job);
-    require_value(from, "from_value");
-    require_value(to, "to_value");
+    TypedValue step = step_given;
+    if (!step.is_null)
+        step.type = pg::trusted_state_type(step.type);
+    const TypedValue from = require_value(from_given, "from_value");
+    const TypedValue to = require_value(to_given, "to_value");
     if (step.is_null)
         throw UserError(sqlstate::kNullValueNotAllowed, "step must not be NULL");
     pg::SpiSession spi;
-    check_scope_usage(spi, job, kJobWhat);
+    check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, false);
     check_type(job, row, from.type);
 

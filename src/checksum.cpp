@@ -6,6 +6,7 @@
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
+#include "pg/identity.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
@@ -65,6 +66,7 @@ std::string select_kept(const pg::Relation& rel, const std::vector<const pg::Col
 
 std::string checksum_relation(std::uint32_t relation, const std::vector<std::string>& exclude_columns)
 {
+    pg::require_table_privileges(relation, {pg::TablePrivilege::kSelect}, "idem.checksum");
     pg::SpiSession spi;
     const pg::Relation rel = pg::describe_relation(relation);
     require_readable_kind(rel);
@@ -87,6 +89,8 @@ void diff_relations(FunctionCallInfoBaseData* fcinfo, std::uint32_t a, std::uint
 {
     if (max_rows < 0)
         throw UserError(sqlstate::kInvalidParameterValue, "max_rows must not be negative");
+    pg::require_table_privileges(a, {pg::TablePrivilege::kSelect}, "idem.diff");
+    pg::require_table_privileges(b, {pg::TablePrivilege::kSelect}, "idem.diff");
     pg::SpiSession spi;
     const pg::Relation ra = pg::describe_relation(a);
     const pg::Relation rb = pg::describe_relation(b);

@@ -21,8 +21,6 @@ namespace sqlstate = pg::sqlstate;
 
 // Every statement below is fixed text run as the extension owner; values
 // travel as $1 (scope) and $2 (key), then the statement's own.
-const char* const kKeysWhat = "idempotency keys in scope";
-
 // A row is found by md5(key) (the primary key, so that keys of any length
 // work) and is this key's only if the stored key is this one, byte for byte
 // (the "C" collation): another key with the same MD5 is not this key's row.
@@ -165,7 +163,7 @@ void on_key_state(const std::string& key, const std::string& scope,
     require_text(key, "key");
     require_text(scope, "scope");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
+    check_scope_usage(spi, ScopeKind::kKeys, scope);
     pg::as_extension_owner([&] { body(spi); });
     spi.finish();
 }
@@ -260,7 +258,7 @@ bool claim(const ClaimRequest& request)
         if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
             throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
     }
-    check_scope_usage(spi, request.scope, kKeysWhat);
+    check_scope_usage(spi, ScopeKind::kKeys, request.scope);
     bool owned = false;
     pg::as_extension_owner([&] {
         if (request.wait) {
@@ -290,7 +288,7 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
     for (const auto& k : keys)
         require_text(k, "every key");
     pg::SpiSession spi;
-    check_scope_usage(spi, scope, kKeysWhat);
+    check_scope_usage(spi, ScopeKind::kKeys, scope);
     // One statement for the whole batch: new keys are inserted in hash order
     // (ON CONFLICT waits on a concurrent claimer's transaction, one at a
     // time: no lock slot per key), expired leases are taken over, keys this
@@ -464,7 +462,7 @@ std::int64_t purge_keys(const std::string& older_than, const std::optional<std::
     }
     if (scope) {
         require_text(*scope, "scope");
-        check_scope_usage(spi, *scope, kKeysWhat);
+        check_scope_usage(spi, ScopeKind::kKeys, *scope);
     } else if (!pg::current_user_is_superuser()) {
         throw UserError(sqlstate::kInsufficientPrivilege, "only a superuser may purge keys of every scope",
                         {}, "Pass the scope to purge.");

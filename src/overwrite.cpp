@@ -393,6 +393,11 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     const pg::Relation target = pg::describe_relation(target_oid);
     if (target.kind != 'r' && target.kind != 'p')
         throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table");
+    // The caller's privileges before anything else (the lock below is held
+    // to the end of the transaction).
+    pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                              pg::TablePrivilege::kDelete},
+                                 "replace_where");
     // Serialize overwrites of this table: a concurrent rerun waits, then sees
     // the first one's rows and finds nothing to change.
     lock_table_unit(spi, target_oid, lock_timeout, "\"" + target.display + "\"");
@@ -481,6 +486,12 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     if (parent.kind != 'p')
         throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table",
                         {}, "For a table that is not partitioned, use idem.replace_where.");
+    pg::require_table_privileges(parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                              pg::TablePrivilege::kDelete},
+                                 "overwrite_partition");
+    // The first lock, before any relation is read (partitions.hpp): a swap
+    // holds it alone, rewrites share it.
+    lock_partitioned_table_unit(spi, parent_oid, mode == "swap", lock_timeout, "\"" + parent.display + "\"");
     // The partition key: one plain column (multi-column keys go through
     // swap_partition).
     auto key = spi.query("SELECT pt.partnatts::pg_catalog.text, a.attname::pg_catalog.text,"

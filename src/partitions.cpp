@@ -2,6 +2,7 @@
 
 #include "pg/errors.hpp"
 #include "pg/identity.hpp"
+#include "pg/unit_lock.hpp"
 #include "pg/values.hpp"
 
 namespace pg_idempotent {
@@ -11,12 +12,6 @@ namespace {
 using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
-
-// Advisory lock classes (first key): "this table's unit is being overwritten"
-// (second key: the table's OID) and "this partition's unit is" (second key:
-// a hash of parent and bound).
-constexpr int kTableUnitLockClass = 0x1DE0;
-constexpr int kPartitionUnitLockClass = 0x1DE1;
 
 const char* const kPartitionColumns =
     "SELECT c.oid::pg_catalog.text, i.inhparent::pg_catalog.text,"
@@ -55,13 +50,11 @@ std::vector<Partition> read_partitions(pg::SpiSession& spi, const std::string& w
     return out;
 }
 
-void lock_unit(pg::SpiSession& spi, int lock_class, const Param& key, const std::optional<std::string>& lock_timeout,
-               const std::string& what)
+void lock_unit(pg::SpiSession& spi, pg::UnitLockSpace space, std::uint32_t key, pg::UnitLockMode mode,
+               const std::optional<std::string>& lock_timeout, const std::string& what)
 {
-    with_lock_budget(spi, lock_timeout, what + " is being overwritten by another transaction", [&] {
-        spi.query("SELECT pg_catalog.pg_advisory_xact_lock($1::pg_catalog.int4, $2::pg_catalog.int4)",
-                  {Param::of_int4(lock_class), key});
-    });
+    with_lock_budget(spi, lock_timeout, what + " is being overwritten by another transaction",
+                     [&] { pg::lock_unit(space, key, mode); });
 }
 
 }  // namespace
@@ -101,7 +94,14 @@ void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& loc
 void lock_table_unit(pg::SpiSession& spi, std::uint32_t table, const std::optional<std::string>& lock_timeout,
                      const std::string& what)
 {
-    lock_unit(spi, kTableUnitLockClass, Param::of_oid(table), lock_timeout, what);
+    lock_unit(spi, pg::UnitLockSpace::kTable, table, pg::UnitLockMode::kExclusive, lock_timeout, what);
+}
+
+void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool exclusive,
+                                 const std::optional<std::string>& lock_timeout, const std::string& what)
+{
+    lock_unit(spi, pg::UnitLockSpace::kPartitionedTable, parent,
+              exclusive ? pg::UnitLockMode::kExclusive : pg::UnitLockMode::kShared, lock_timeout, what);
 }
 
 void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
@@ -109,7 +109,8 @@ void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
 {
     auto h = spi.query("SELECT pg_catalog.hashtext($1)::pg_catalog.text",
                        {Param::of_text(std::to_string(partition.parent) + " " + partition.bound)});
-    lock_unit(spi, kPartitionUnitLockClass, Param::of_int4(static_cast<std::int32_t>(std::stol(h.rows.at(0).at(0).value_or("0")))),
+    lock_unit(spi, pg::UnitLockSpace::kPartition,
+              static_cast<std::uint32_t>(std::stol(h.rows.at(0).at(0).value_or("0"))), pg::UnitLockMode::kExclusive,
               lock_timeout, what);
 }
 

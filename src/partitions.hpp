@@ -37,11 +37,21 @@ std::optional<Partition> describe_partition(pg::SpiSession& spi, std::uint32_t o
 // Every partition of a partitioned table (in OID order).
 std::vector<Partition> partitions_of(pg::SpiSession& spi, std::uint32_t parent);
 
-// A transaction-level advisory lock on one unit of work, waiting at most
-// lock_timeout (NULL: the session's setting); 55P03 "<what> is being
-// overwritten by another transaction" when it passes. Released at commit.
+// The locks that serialize overwrites (pg/unit_lock.hpp: no role but the
+// extension can take them). Each waits at most lock_timeout (NULL: the
+// session's setting); 55P03 "<what> is being overwritten by another
+// transaction" when it passes. Released at commit.
+//
+// Every overwrite takes them first, before it reads or locks any relation,
+// in one order: the partitioned table's, then the partition's; then the
+// relations (parent, partition, staging). A swap, which ends by taking the
+// parent's ACCESS EXCLUSIVE lock, holds the partitioned table's exclusively,
+// so no other overwrite of that table holds a lock on it meanwhile that the
+// swap would wait for while it waits for the swap; rewrites share it.
 void lock_table_unit(pg::SpiSession& spi, std::uint32_t table, const std::optional<std::string>& lock_timeout,
                      const std::string& what);
+void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool exclusive,
+                                 const std::optional<std::string>& lock_timeout, const std::string& what);
 // The unit of a partition is its parent and bound, not its OID: a swap gives
 // the partition a new OID, and a concurrent overwrite that waited must queue
 // on the same lock as the one that swapped.

@@ -11,6 +11,7 @@
 #include "publish.hpp"
 #include "rerun.hpp"
 #include "swap_partition.hpp"
+#include "tombstones.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
 #include "pg/digest_aggregate.hpp"
@@ -96,6 +97,10 @@ PG_FUNCTION_INFO_V1(idem_overwrite_partition);
 PG_FUNCTION_INFO_V1(idem_overwrite_partition_text);
 PG_FUNCTION_INFO_V1(idem_swap_partition);
 PG_FUNCTION_INFO_V1(idem_purge_history);
+PG_FUNCTION_INFO_V1(idem__tombstones);
+PG_FUNCTION_INFO_V1(idem__tombstones_put);
+PG_FUNCTION_INFO_V1(idem_purge_tombstones);
+PG_FUNCTION_INFO_V1(idem_adopt);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -429,6 +434,43 @@ Datum idem_rollback(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "dataset");
         return Int32GetDatum(pg_idempotent::rollback(*pg::arg_text(fcinfo, 0), pg::arg_int4(fcinfo, 1),
                                                      pg::arg_interval_text(fcinfo, 2)));
+    });
+}
+
+Datum idem_adopt(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        pg_idempotent::adopt(*pg::arg_text(fcinfo, 0));
+        return Datum(0);
+    });
+}
+
+Datum idem__tombstones(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg_idempotent::tombstones(fcinfo, *pg::arg_oid(fcinfo, 0));
+        return Datum(0);
+    });
+}
+
+Datum idem__tombstones_put(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        return Int64GetDatum(pg_idempotent::put_tombstones(*pg::arg_oid(fcinfo, 0), pg::arg_value(fcinfo, 1),
+                                                           pg::arg_value(fcinfo, 2), pg::arg_value(fcinfo, 3)));
+    });
+}
+
+Datum idem_purge_tombstones(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "older_than");
+        return Int64GetDatum(pg_idempotent::purge_tombstones(*pg::arg_oid(fcinfo, 0),
+                                                             *pg::arg_interval_text(fcinfo, 1)));
     });
 }
 

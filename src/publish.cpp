@@ -19,7 +19,12 @@ using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-const char* const kDatasetWhat = "the dataset";
+// Whether idem.datasets records the view and the owner (0.7.0; a newer
+// module before ALTER EXTENSION ... UPDATE works as 0.6.0 did).
+bool has_registry()
+{
+    return pg::column_exists("idem", "datasets", "view_relid");
+}
 
 struct Dataset {
     std::string schema;
@@ -67,6 +72,8 @@ std::string version_table_name(const std::string& name, int version)
 struct State {
     std::optional<int> current;
     int next = 1;
+    std::optional<std::uint32_t> view;   // the view publish made (or adopt took), when known
+    std::optional<std::uint32_t> owner;  // the registered owner: every version table is its
 };
 
 // The dataset's row, created if missing and locked for the rest of the
@@ -78,13 +85,20 @@ State lock_state(pg::SpiSession& spi, const Dataset& d)
         spi.query_saved("INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
                         " ON CONFLICT (schema_name, view_name) DO NOTHING",
                         {Param::of_text(d.schema), Param::of_text(d.name)});
-        auto r = spi.query_saved("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text"
+        auto r = spi.query_saved(std::string("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text,") +
+                                 (has_registry() ? " view_relid::pg_catalog.oid::pg_catalog.text, owner::pg_catalog.oid::pg_catalog.text"
+                                                 : " NULL, NULL") +
                                  " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
                                  " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
                                  {Param::of_text(d.schema), Param::of_text(d.name)});
-        if (r.rows.at(0)[0])
-            s.current = std::stoi(*r.rows[0][0]);
-        s.next = std::stoi(r.rows[0][1].value_or("1"));
+        const auto& row = r.rows.at(0);
+        if (row[0])
+            s.current = std::stoi(*row[0]);
+        s.next = std::stoi(row[1].value_or("1"));
+        if (row[2])
+            s.view = static_cast<std::uint32_t>(std::stoul(*row[2]));
+        if (row[3])
+            s.owner = static_cast<std::uint32_t>(std::stoul(*row[3]));
     });
     return s;
 }
@@ -114,6 +128,49 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
     return out;
 }
 
+struct ExistingView {
+    std::uint32_t oid = 0;
+    std::uint32_t owner = 0;
+    char kind = '\0';
+};
+
+// The relation that holds the dataset's name now, if any.
+std::optional<ExistingView> existing_view(pg::SpiSession& spi, const Dataset& d)
+{
+    auto r = spi.query("SELECT c.oid::pg_catalog.text, c.relowner::pg_catalog.text, c.relkind::pg_catalog.text"
+                       " FROM pg_catalog.pg_class c"
+                       " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+                       " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
+                       {Param::of_text(d.schema), Param::of_text(d.name)});
+    if (r.rows.empty())
+        return std::nullopt;
+    return ExistingView{static_cast<std::uint32_t>(std::stoul(r.rows[0][0].value_or("0"))),
+                        static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0"))),
+                        r.rows[0][2].value_or("?").at(0)};
+}
+
+// A view that holds the dataset's name but that neither publish made nor a
+// DBA adopted may belong to anyone with CREATE on the schema: publishing into
+// it would hand the version table, and what readers see, to that role.
+void require_own_view(pg::SpiSession& spi, const Dataset& d, const State& state)
+{
+    const auto view = existing_view(spi, d);
+    if (!view)
+        return;  // publish creates it
+    if (!has_registry())
+        return;  // 0.6.0's SQL objects: nothing recorded to compare with
+    if (view->kind != 'v')
+        throw UserError(sqlstate::kWrongObjectType, "\"" + d.display + "\" exists and is not a view",
+                        "A dataset is the view readers query; publish creates and replaces it.");
+    if (state.view && *state.view == view->oid)
+        return;
+    throw UserError(sqlstate::kDuplicateTable, "view \"" + d.display + "\" exists and was not created by idem.publish",
+                    "Publishing into it would make role \"" + pg::role_name(view->owner) +
+                        "\", its owner, the owner of what its readers see.",
+                    "Drop the view, or let its owner adopt it as a dataset: SELECT idem.adopt(" +
+                        pg::quote_literal(d.qualified) + ").");
+}
+
 // Points the view at a version table: the only change readers ever see.
 // CREATE OR REPLACE VIEW keeps the view's OID, grants, comments and the
 // views that depend on it; it takes the view's ACCESS EXCLUSIVE lock.
@@ -124,13 +181,6 @@ void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
     std::vector<std::string> cols;
     for (const auto& c : table.columns)
         cols.push_back(pg::quote_ident(c.name));
-    auto existing = spi.query("SELECT c.relkind::pg_catalog.text FROM pg_catalog.pg_class c"
-                              " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-                              " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
-                              {Param::of_text(d.schema), Param::of_text(d.name)});
-    if (!existing.rows.empty() && existing.rows[0][0] != std::optional<std::string>("v"))
-        throw UserError(sqlstate::kWrongObjectType, "\"" + d.display + "\" exists and is not a view",
-                        "A dataset is the view readers query; publish creates and replaces it.");
     const std::string sql = "CREATE OR REPLACE VIEW " + d.qualified + " AS " + core::select_columns(cols, table.qualified);
     auto run = [&] {
         try {
@@ -150,15 +200,40 @@ void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
         run();
 }
 
+// The flip's bookkeeping: the current version, and the view (its OID, which
+// a view dropped and made again by someone else does not have).
 void set_current(pg::SpiSession& spi, const Dataset& d, int version, std::optional<int> next)
 {
+    const auto view = existing_view(spi, d);
     pg::as_extension_owner([&] {
-        spi.query_saved("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
-                        " next_version = COALESCE($4::pg_catalog.int4, next_version), flipped_at = pg_catalog.now()"
+        spi.query_saved(std::string("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
+                                    " next_version = COALESCE($4::pg_catalog.int4, next_version), flipped_at = pg_catalog.now()") +
+                        (has_registry() ? ", view_relid = $5::pg_catalog.oid::pg_catalog.regclass" : "") +
                         " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
                         {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
-                         next ? Param::of_int4(*next) : Param::of_text(std::nullopt)});
+                         next ? Param::of_int4(*next) : Param::of_text(std::nullopt),
+                         Param::of_oid(view ? view->oid : 0)});
     });
+}
+
+// The registered owner of a dataset is the role that first published it (or
+// the owner of the view a DBA adopted): recorded once, never changed by a
+// later publisher.
+std::uint32_t registered_owner(pg::SpiSession& spi, const Dataset& d, const State& state)
+{
+    if (state.owner)
+        return *state.owner;
+    if (!has_registry()) {
+        const auto view = existing_view(spi, d);  // 0.6.0: the view's owner
+        return view ? view->owner : pg::current_user_id();
+    }
+    const std::uint32_t owner = pg::current_user_id();
+    pg::as_extension_owner([&] {
+        spi.query_saved("UPDATE idem.datasets SET owner = $3::pg_catalog.oid::pg_catalog.regrole"
+                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(owner)});
+    });
+    return owner;
 }
 
 // Keeps the newest `keep`, the pinned and the current version; drops the
@@ -221,7 +296,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     const RunClock clock;
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
-    check_scope_usage(spi, d.display, kDatasetWhat);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     // The query's rows, checksummed without writing anything (as the caller),
     // and compared with the current version before any lock is taken: an
     // identical republish writes nothing at all, not even a row lock. The
@@ -235,8 +310,10 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     auto same_as_current = [&]() -> std::optional<int> {
         std::optional<int> same;
         std::optional<std::uint32_t> relation;
+        std::optional<std::string> recorded_view;
         pg::as_extension_owner([&] {
-            auto r = spi.query_saved("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text"
+            auto r = spi.query_saved(std::string("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text,") +
+                                     (has_registry() ? " d.view_relid::pg_catalog.oid::pg_catalog.text" : " NULL") +
                                      " FROM idem.datasets d JOIN idem.dataset_versions v"
                                      " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
                                      " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
@@ -247,6 +324,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
             if (!r.rows.empty()) {
                 same = std::stoi(r.rows[0][0].value_or("0"));
                 relation = static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0")));
+                recorded_view = r.rows[0][2];
             }
         });
         if (!same)
@@ -254,8 +332,8 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
         auto view = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
                               " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
                               {Param::of_text(d.qualified), Param::of_oid(*relation)});
-        if (!view.rows.at(0)[0] || !view.rows.at(0)[1])
-            return std::nullopt;  // the view or the version table is gone: publish anew
+        if (!view.rows.at(0)[0] || !view.rows.at(0)[1] || (recorded_view && view.rows[0][0] != recorded_view))
+            return std::nullopt;  // the view or the version table is gone, or another view: publish anew
         std::string current_shape;
         for (const auto& c : pg::describe_relation(*relation).columns)
             current_shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
@@ -281,6 +359,8 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // A concurrent publish of the same content may have won the lock first.
     if (auto same = same_as_current())
         return unchanged(*same);
+    require_own_view(spi, d, state);
+    const std::uint32_t owner = registered_owner(spi, d, state);
 
     // A new immutable version table, built as the caller.
     const int version = state.next;
@@ -297,12 +377,10 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // writes between the two runs of it, cannot make the record lie).
     const std::string stored_checksum = spi.digest_rows("SELECT * FROM " + table).text();
     // Readers reach the version through the view, with the view owner's
-    // rights: the version belongs to the view's owner.
-    auto owner = spi.query("SELECT pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text FROM pg_catalog.pg_class c"
-                           " WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)",
-                           {Param::of_text(d.qualified)});
-    if (!owner.rows.empty() && owner.rows[0][0])
-        spi.execute("ALTER TABLE " + table + " OWNER TO " + pg::quote_ident(*owner.rows[0][0]));
+    // rights: every version belongs to the dataset's registered owner (who
+    // owns the view publish made), never to whoever owns a view by that name.
+    if (owner != pg::current_user_id())
+        spi.execute("ALTER TABLE " + table + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
 
     // Write-audit-publish: the audit sees the candidate as idem_candidate (a
     // CTE, not a temporary object) and must answer true.
@@ -341,8 +419,9 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
     const RunClock clock;
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
-    check_scope_usage(spi, d.display, kDatasetWhat);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     const State state = lock_state(spi, d);
+    require_own_view(spi, d, state);
     const auto all = load_versions(spi, d);
     std::optional<Version> target;
     for (const auto& v : all) {
@@ -370,16 +449,47 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
     return target->number;
 }
 
+void adopt(const std::string& dataset)
+{
+    pg::SpiSession spi;
+    if (!has_registry())
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState, "idem.adopt needs pg_idempotent 0.7.0's SQL objects",
+                        {}, "Run ALTER EXTENSION pg_idempotent UPDATE.");
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    const auto view = existing_view(spi, d);
+    if (!view || view->kind != 'v')
+        throw UserError(sqlstate::kUndefinedTable, "view \"" + d.display + "\" does not exist",
+                        {}, "adopt takes an existing view; publish creates a new one itself.");
+    if (!pg::current_user_has_privileges_of(view->owner))
+        throw UserError(sqlstate::kInsufficientPrivilege, "must be the owner of view \"" + d.display + "\" to adopt it",
+                        "Its owner, \"" + pg::role_name(view->owner) + "\", becomes the owner of every version.");
+    const State state = lock_state(spi, d);
+    if (state.owner && *state.owner != view->owner && !pg::current_user_has_privileges_of(*state.owner))
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "dataset \"" + d.display + "\" is registered to role \"" + pg::role_name(*state.owner) + "\"",
+                        "Only that role (or a superuser) can hand it to the view's owner.");
+    pg::as_extension_owner([&] {
+        spi.query_saved("UPDATE idem.datasets SET view_relid = $3::pg_catalog.oid::pg_catalog.regclass,"
+                        " owner = $4::pg_catalog.oid::pg_catalog.regrole"
+                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(view->oid),
+                         Param::of_oid(view->owner)});
+    });
+    spi.finish();
+}
+
 void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset)
 {
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
-    check_scope_usage(spi, d.display, kDatasetWhat);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     pg::as_extension_owner([&] {
         spi.return_rows(fcinfo,
                         "SELECT v.version, v.relation, v.row_count, v.checksum, v.created_at,"
                         " COALESCE(v.version OPERATOR(pg_catalog.=) d.current_version, false), v.pinned"
-                        " FROM idem.dataset_versions v JOIN idem.datasets d USING (schema_name, view_name)"
+                        " FROM idem.dataset_versions v JOIN idem.datasets d"
+                        " ON d.schema_name OPERATOR(pg_catalog.=) v.schema_name AND d.view_name OPERATOR(pg_catalog.=) v.view_name"
                         " WHERE v.schema_name OPERATOR(pg_catalog.=) $1 AND v.view_name OPERATOR(pg_catalog.=) $2"
                         " ORDER BY v.version",
                         {Param::of_text(d.schema), Param::of_text(d.name)}, true);
@@ -391,7 +501,7 @@ void pin(const std::string& dataset, std::int32_t version, bool pinned)
 {
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
-    check_scope_usage(spi, d.display, kDatasetWhat);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     bool found = false;
     pg::as_extension_owner([&] {
         auto r = spi.query_saved("UPDATE idem.dataset_versions SET pinned = $4::pg_catalog.bool"

@@ -15,6 +15,9 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
 std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
                       const std::optional<std::string>& lock_timeout);
 void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset);
+// Registers an existing view (of the caller's) as the dataset's, so publish
+// may replace it; its owner becomes the dataset's registered owner.
+void adopt(const std::string& dataset);
 void pin(const std::string& dataset, std::int32_t version, bool pinned);
 
 }  // namespace pg_idempotent

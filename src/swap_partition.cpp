@@ -505,7 +505,9 @@ std::map<std::string, PartitionIndex> indexes_by_parent_index(pg::SpiSession& sp
 void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging, bool keep_old,
                        bool drop_bound_check)
 {
-    spi.execute("LOCK TABLE " + part.parent_qualified + " IN ACCESS EXCLUSIVE MODE");
+    // The parent alone: DETACH locks the one partition it takes out, and a
+    // recursive LOCK TABLE would wait for every partition's users as well.
+    spi.execute("LOCK TABLE ONLY " + part.parent_qualified + " IN ACCESS EXCLUSIVE MODE");
     // The partition as it is now that nothing can change it any more.
     const auto now = describe_partition(spi, part.rel.oid);
     if (!now || now->parent != part.parent || now->bound != part.bound)
@@ -614,7 +616,16 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     if (!part)
         throw UserError(sqlstate::kWrongObjectType, "\"" + given.display + "\" is not a partition",
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
+    // The locks in their order (partitions.hpp), then the partition as it is
+    // now: a swap that held them before may have replaced it.
+    lock_partitioned_table_unit(spi, part->parent, true, lock_timeout,
+                                "\"" + pg::describe_relation(part->parent).display + "\"");
     lock_partition_unit(spi, *part, lock_timeout, "partition \"" + part->rel.display + "\"");
+    const auto now = describe_partition(spi, partition_oid);
+    if (!now || now->parent != part->parent || now->bound != part->bound)
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "partition \"" + given.display + "\" was replaced or detached by another transaction",
+                        {}, "Look the partition up again and retry; nothing was changed.");
     const std::uint32_t result =
         swap_into(spi, *part, staging_oid, keep_old, lock_timeout,
                   "staging table \"" + pg::describe_relation(staging_oid).display + "\"");

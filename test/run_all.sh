@@ -21,7 +21,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 
-SUITES=${SUITES:-"unit regress isolation pgtap tap package sanitize"}
+SUITES=${SUITES:-"unit regress security isolation pgtap tap package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -101,7 +101,7 @@ if wants unit; then
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
 fi
 
-if wants regress || wants isolation || wants pgtap; then
+if wants regress || wants security || wants isolation || wants pgtap; then
     echo "== starting a private PostgreSQL 15 cluster"
     cluster_start || { note_result cluster fail; exit 1; }
     echo "   socket $PGHOST, port $PGPORT"
@@ -112,7 +112,7 @@ if wants regress; then
     before=$((PASSED + FAILED))
     "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
         --inputdir=. --outputdir="$RUN_DIR/regress" --dbname=idem_regress --load-extension=pg_idempotent \
-        $(cd sql && ls *.sql | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/regress.log" 2>&1
+        $(cd sql && ls *.sql | grep -v '^security_' | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/regress.log" 2>&1
     rc=$?
     cat "$RUN_DIR/regress.log"
     count_regress_output "$RUN_DIR/regress.log" regress
@@ -121,6 +121,23 @@ if wants regress; then
         note_result regress/runner fail
     fi
     [ -f "$RUN_DIR/regress/regression.diffs" ] && cat "$RUN_DIR/regress/regression.diffs"
+fi
+
+# The security suite (SECURITY.md): the attacks on 0.6.0 and the trap test,
+# as pg_regress files sql/security_*.sql in a database of their own.
+if wants security; then
+    echo "== security (pg_regress: attacks with real roles)"
+    before=$((PASSED + FAILED))
+    "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
+        --inputdir=. --outputdir="$RUN_DIR/security" --dbname=idem_security --load-extension=pg_idempotent \
+        00_helpers $(cd sql && ls security_*.sql | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/security.log" 2>&1
+    rc=$?
+    cat "$RUN_DIR/security.log"
+    count_regress_output "$RUN_DIR/security.log" security
+    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
+        note_result security/runner fail
+    fi
+    [ -f "$RUN_DIR/security/regression.diffs" ] && cat "$RUN_DIR/security/regression.diffs"
 fi
 
 if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
@@ -159,7 +176,7 @@ if wants pgtap; then
     done
 fi
 
-if wants regress || wants isolation || wants pgtap; then
+if wants regress || wants security || wants isolation || wants pgtap; then
     problems=$(cluster_log_problems)
     if [ -n "$problems" ]; then
         echo "server log shows a crash:"; echo "$problems"

@@ -43,6 +43,8 @@ inline constexpr const char* kInternalError = "XX000";
 inline constexpr const char* kObjectNotInPrerequisiteState = "55000";
 inline constexpr const char* kLockNotAvailable = "55P03";
 inline constexpr const char* kInsufficientPrivilege = "42501";
+inline constexpr const char* kUndefinedTable = "42P01";
+inline constexpr const char* kDuplicateTable = "42P07";
 // The extension's own class "ID" (implementation-defined classes start with
 // I-Z): an idempotency key reused for a different request.
 inline constexpr const char* kFingerprintMismatch = "ID001";

@@ -9,6 +9,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 }
 
 namespace pg_idempotent::pg {
@@ -26,6 +27,56 @@ bool current_user_is_superuser()
     return pg_call([] { return superuser(); });
 }
 
+std::string role_name(std::uint32_t role)
+{
+    const char* name = pg_call([&] { return GetUserNameFromId(role, true); });
+    return name != nullptr ? std::string(name) : std::to_string(role);
+}
+
+bool current_user_has_privileges_of(std::uint32_t role)
+{
+    return pg_call([&] { return has_privs_of_role(GetUserId(), role); });
+}
+
+void require_table_privileges(std::uint32_t relation, std::initializer_list<TablePrivilege> privileges,
+                              const std::string& why)
+{
+    for (const TablePrivilege p : privileges) {
+        AclMode mode = ACL_SELECT;
+        const char* name = "SELECT";
+        switch (p) {
+        case TablePrivilege::kSelect:
+            break;
+        case TablePrivilege::kInsert:
+            mode = ACL_INSERT;
+            name = "INSERT";
+            break;
+        case TablePrivilege::kUpdate:
+            mode = ACL_UPDATE;
+            name = "UPDATE";
+            break;
+        case TablePrivilege::kDelete:
+            mode = ACL_DELETE;
+            name = "DELETE";
+            break;
+        }
+        // SELECT on some columns will do: the statement checks each column it reads.
+        const bool ok = pg_call([&] {
+            return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK ||
+                   (mode == ACL_SELECT &&
+                    pg_attribute_aclcheck_all(relation, GetUserId(), mode, ACLMASK_ANY) == ACLCHECK_OK);
+        });
+        if (!ok) {
+            const char* rel = pg_call([&] { return get_rel_name(relation); });
+            throw UserError(sqlstate::kInsufficientPrivilege,
+                            "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                            std::string(why) + " needs the " + name + " privilege on it.",
+                            "Ask its owner to GRANT " + std::string(name) + " on it to role \"" +
+                                current_user_name() + "\".");
+        }
+    }
+}
+
 namespace {
 Oid extension_owner()
 {
@@ -40,27 +91,60 @@ Oid extension_owner()
 }
 }  // namespace
 
+namespace {
+// Opens a GUC nest level with one setting changed, as a function's SET clause
+// does; leave_setting pops it.
+int enter_setting(const char* name, const char* value)
+{
+    return pg_call([&] {
+        const int nest = NewGUCNestLevel();
+        (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+        return nest;
+    });
+}
+
+void leave_setting(int nest)
+{
+    pg_call([&] { AtEOXact_GUC(true, nest); });
+}
+}  // namespace
+
 void as_extension_owner(const std::function<void()>& fn)
 {
     const Oid owner = extension_owner();
     Oid saved_user = InvalidOid;
     int saved_context = 0;
     GetUserIdAndSecContext(&saved_user, &saved_context);
+    // The caller's search_path must not choose an operator, a function or a
+    // type for a statement the owner runs (JOIN ... USING, IN, implicit
+    // casts pick them by name): pinned for as long as the switch lasts.
+    const int nest = enter_setting("search_path", "pg_catalog, pg_temp");
     SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-    fn();
-    SetUserIdAndSecContext(saved_user, saved_context);
+    // Restored on every path: a caller may catch the error (a subtransaction
+    // that is rolled back) and go on as itself.
+    auto restore = [&] {
+        SetUserIdAndSecContext(saved_user, saved_context);
+        leave_setting(nest);
+    };
+    try {
+        fn();
+    } catch (...) {
+        restore();
+        throw;
+    }
+    restore();
 }
 
 void with_lock_timeout(const std::string& value, const std::function<void()>& fn)
 {
-    const int level = pg_call([&] {
-        const int nest = NewGUCNestLevel();
-        (void)set_config_option("lock_timeout", value.c_str(), PGC_USERSET, PGC_S_SESSION,
-                                GUC_ACTION_SAVE, true, 0, false);
-        return nest;
-    });
-    fn();
-    pg_call([&] { AtEOXact_GUC(true, level); });
+    const int nest = enter_setting("lock_timeout", value.c_str());
+    try {
+        fn();
+    } catch (...) {
+        leave_setting(nest);
+        throw;
+    }
+    leave_setting(nest);
 }
 
 void in_rolled_back_subtransaction(const std::function<void()>& fn)

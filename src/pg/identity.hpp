@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -20,14 +21,26 @@ namespace pg_idempotent::pg {
 std::uint32_t current_user_id();
 std::string current_user_name();
 bool current_user_is_superuser();
+// The role's name (its OID as text when it no longer exists).
+std::string role_name(std::uint32_t role);
+// Whether the current user has the privileges of role (is it, or a member
+// that inherits it; superusers have every role's).
+bool current_user_has_privileges_of(std::uint32_t role);
 
-// Runs fn as the owner of schema idem (SECURITY_LOCAL_USERID_CHANGE), then
-// switches back. If fn throws, the switch is undone by the (sub)transaction
-// abort that the resulting ERROR causes, as for SECURITY DEFINER functions.
+// The privileges a table function checks before it locks or reads anything.
+enum class TablePrivilege { kSelect, kInsert, kUpdate, kDelete };
+// UserError 42501 "permission denied for table X" unless the current user has
+// every privilege given on the relation; why says what needed them.
+void require_table_privileges(std::uint32_t relation, std::initializer_list<TablePrivilege> privileges,
+                              const std::string& why);
+
+// Runs fn as the owner of schema idem (SECURITY_LOCAL_USERID_CHANGE) with
+// search_path pinned to pg_catalog, pg_temp, as a SECURITY DEFINER function
+// with a SET clause would; both are restored afterwards, also when fn throws.
 void as_extension_owner(const std::function<void()>& fn);
 
 // Runs fn with lock_timeout set to the given value (a GUC nest level, undone
-// afterwards, or by the abort on error, like a function's SET clause).
+// afterwards, also when fn throws, like a function's SET clause).
 void with_lock_timeout(const std::string& value, const std::function<void()>& fn);
 
 // Runs fn inside an internal subtransaction that is always rolled back

@@ -1,9 +1,16 @@
 #include "pg/values.hpp"
 
+#include "pg/errors.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
 }
 
 namespace pg_idempotent::pg {
@@ -39,7 +46,12 @@ void leave_canonical(int nest)
 void with_canonical_settings(const std::function<void()>& fn)
 {
     const int nest = enter_canonical();
-    fn();
+    try {
+        fn();
+    } catch (...) {
+        leave_canonical(nest);
+        throw;
+    }
     leave_canonical(nest);
 }
 
@@ -102,6 +114,34 @@ std::string type_display(std::uint32_t type)
 std::string type_qualified(std::uint32_t type)
 {
     return std::string(pg_call([&] { return format_type_be_qualified(type); }));
+}
+
+std::uint32_t base_type(std::uint32_t type)
+{
+    return pg_call([&] { return getBaseType(type); });
+}
+
+std::uint32_t trusted_state_type(std::uint32_t type)
+{
+    const Oid base = base_type(type);
+    const Oid owner = pg_call([&] {
+        HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(base));
+        if (!HeapTupleIsValid(tup))
+            elog(ERROR, "cache lookup failed for type %u", base);
+        const Oid o = reinterpret_cast<Form_pg_type>(GETSTRUCT(tup))->typowner;
+        ReleaseSysCache(tup);
+        return o;
+    });
+    if (!pg_call([&] { return superuser_arg(owner); })) {
+        const char* name = pg_call([&] { return GetUserNameFromId(owner, true); });
+        const std::string role = name != nullptr ? name : std::to_string(owner);
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "type " + type_display(base) + " is owned by role \"" + role + "\", which is not a superuser",
+                        "Stored state is parsed and compared by its type's code in every session that reads it, "
+                        "so only built-in types and types installed by a superuser can be kept.",
+                        "Use a built-in type (bigint, numeric, date, timestamptz, text, pg_lsn) or a domain over one.");
+    }
+    return base;
 }
 
 }  // namespace pg_idempotent::pg

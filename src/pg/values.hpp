@@ -32,6 +32,16 @@ TypedValue parse_canonical(const std::string& text, std::uint32_t type);
 std::string type_display(std::uint32_t type);
 std::string type_qualified(std::uint32_t type);
 
+// A domain's base type (the type itself for any other type).
+std::uint32_t base_type(std::uint32_t type);
+
+// The type a stored value is kept and read back as: a domain's base type
+// (its CHECK runs for the writer, never for a reader), and only a type a
+// superuser owns (built in, or installed by an extension's script). A type is
+// the code that parses and compares the value, and whoever reads the state
+// later must not run code that the writer chose. UserError 42501 otherwise.
+std::uint32_t trusted_state_type(std::uint32_t type);
+
 // Whether the type has a default btree ordering.
 bool type_is_ordered(std::uint32_t type);
 
