@@ -176,7 +176,7 @@ RESET ROLE;
 SELECT count(*) AS runs_kept FROM idem.run_log WHERE target = 'public.sec_flat';
 
 -- Weak spot 7: what the run log keeps of a caller's text is capped.
-SELECT * FROM idem.replace_where('sec_flat', 'day = ''2024-07-07'' OR ' || repeat('n = 1 OR ', 20000) || 'false',
+SELECT * FROM idem.replace_where('sec_flat', 'day = ''2024-07-07'' OR ' || repeat('n = 1 OR ', 2000) || 'false',
                                  'SELECT ''2024-07-07''::date, 3');
 SELECT length(unit) AS stored_length, right(unit, 15) AS marker FROM idem.run_log
  WHERE target = 'public.sec_flat' ORDER BY id DESC LIMIT 1;
