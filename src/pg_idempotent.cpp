@@ -467,8 +467,8 @@ Datum idem__tombstones_put(PG_FUNCTION_ARGS)
 Datum idem_purge_tombstones(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        pg::require_arg(fcinfo, 0, "target");
-        pg::require_arg(fcinfo, 1, "older_than");
+        if (PG_ARGISNULL(0) || PG_ARGISNULL(1))  // the message 0.6.0 gave
+            throw pg::UserError(pg::sqlstate::kNullValueNotAllowed, "target and older_than must not be NULL");
         return Int64GetDatum(pg_idempotent::purge_tombstones(*pg::arg_oid(fcinfo, 0),
                                                              *pg::arg_interval_text(fcinfo, 1)));
     });

@@ -616,18 +616,22 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     if (!part)
         throw UserError(sqlstate::kWrongObjectType, "\"" + given.display + "\" is not a partition",
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
-    // The locks in their order (partitions.hpp), then the partition as it is
-    // now: a swap that held them before may have replaced it.
+    // The locks in their order (partitions.hpp), then the partition that
+    // holds the bound now: a swap that held them first has replaced the one
+    // named (under the same name), and that is the one to replace.
     lock_partitioned_table_unit(spi, part->parent, true, lock_timeout,
                                 "\"" + pg::describe_relation(part->parent).display + "\"");
     lock_partition_unit(spi, *part, lock_timeout, "partition \"" + part->rel.display + "\"");
-    const auto now = describe_partition(spi, partition_oid);
-    if (!now || now->parent != part->parent || now->bound != part->bound)
+    std::optional<Partition> now;
+    for (auto& p : partitions_of(spi, part->parent))
+        if (p.bound == part->bound)
+            now = std::move(p);
+    if (!now)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "partition \"" + given.display + "\" was replaced or detached by another transaction",
-                        {}, "Look the partition up again and retry; nothing was changed.");
+                        "partition \"" + given.display + "\" was detached by another transaction",
+                        "No partition of its table holds " + part->bound + " any more.", "Nothing was changed.");
     const std::uint32_t result =
-        swap_into(spi, *part, staging_oid, keep_old, lock_timeout,
+        swap_into(spi, *now, staging_oid, keep_old, lock_timeout,
                   "staging table \"" + pg::describe_relation(staging_oid).display + "\"");
     // The rows came with the staging table, which the caller wrote: not
     // counted here (rows_written NULL).

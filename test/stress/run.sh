@@ -25,6 +25,7 @@ source test/lib/cluster.sh
 PGBENCH=$PGBIN/pgbench
 PSQL=$PGBIN/psql
 SCALE=${STRESS_SCALE:-1}
+RUN_TIMEOUT=$(( 150 * SCALE ))  # seconds, per pgbench run: only against hangs
 WORK=$(mktemp -d /tmp/pg_idempotent-stress.XXXXXX)
 DB=idem_stress
 N=0
@@ -42,8 +43,13 @@ trap 'exit 130' INT TERM
 exec 9>>/tmp/pg_idempotent-install.lock
 flock -s 9
 
+# A deadlock costs deadlock_timeout before it is detected (1 s by default):
+# a broken scenario then ends sooner. No verdict depends on it.
+CLUSTER_EXTRA_CONF="deadlock_timeout = 100ms"
 cluster_start || { echo "not ok 1 - cluster_start"; echo "1..1"; exit 1; }
 SERVER_LOG=$CLUSTER_DIR/server.log
+# Against hangs only, as RUN_TIMEOUT: no statement here comes near it.
+export PGOPTIONS="-c statement_timeout=${RUN_TIMEOUT}s"
 
 q() {  # SQL...: run in the test database, unaligned, stop at the first error
     "$PSQL" -X -q -A -t -v ON_ERROR_STOP=1 -d "$DB" "$@"
@@ -77,10 +83,15 @@ bench() {
     local label=$1 clients=$2 txns=$(( $3 * SCALE )) s args=()
     shift 3
     for s in "$@"; do args+=(-f "$WORK/$s"); done
-    "$PGBENCH" -n -c "$clients" -j $(( clients < 2 ? 1 : 2 )) -t "$txns" "${args[@]}" "$DB" \
+    local t0=$SECONDS
+    # The timeout only stops a hung run (a lock wait that never ends); a
+    # normal run takes a few seconds.
+    timeout -k 10 "$RUN_TIMEOUT" \
+        "$PGBENCH" -n -c "$clients" -j $(( clients < 2 ? 1 : 2 )) -t "$txns" "${args[@]}" "$DB" \
         >"$WORK/$label.out" 2>&1
     echo $? >"$WORK/$label.rc"
     echo "$label $((clients * txns))" >"$WORK/$label.expect"
+    note "$label: $((clients * txns)) transactions by $clients clients in $((SECONDS - t0)) s"
 }
 
 # bench_ok LABEL...: each run exited 0, processed every transaction and
@@ -212,11 +223,12 @@ sales_end_state() {
     return $ok
 }
 
-# overwrite_scenario SCHEMA MODE DAY_EXPR: 4 writers overwrite_partition the
-# day DAY_EXPR (a pgbench expression: random or fixed) with one of 3
-# amounts, so some calls find the same rows and skip; 4 readers beside them.
+# overwrite_scenario SCHEMA MODE DAY_EXPR READS: 4 writers overwrite_partition
+# the day DAY_EXPR (a pgbench expression: random or fixed) with one of 3
+# amounts, so some calls find the same rows and skip; 4 readers beside them,
+# READS statements each (about as long as the writers take).
 overwrite_scenario() {
-    local sc=$1 mode=$2 day=$3
+    local sc=$1 mode=$2 day=$3 reads=$4
     make_sales "$sc" || return 1
     script "${sc}_writer" <<SQL
 \set d $day
@@ -229,8 +241,8 @@ INSERT INTO $sc.log (day, amount, action) VALUES ('2024-07-07'::date + :d, :a, '
 COMMIT;
 SQL
     sales_reader "$sc"
-    bench "${sc}_writers" 4 25 "${sc}_writer.sql" &
-    bench "${sc}_readers" 4 60 "${sc}_reader.sql" &
+    bench "${sc}_writers" 4 30 "${sc}_writer.sql" &
+    bench "${sc}_readers" 4 "$reads" "${sc}_reader.sql" &
     wait
     local ok=0
     bench_ok "${sc}_writers" "${sc}_readers" || ok=1
@@ -238,12 +250,24 @@ SQL
     return $ok
 }
 
-s1() { overwrite_scenario s1 swap 'random(0, 2)'; }
-s2() { overwrite_scenario s2 swap 1; }
-s3() { overwrite_scenario s3 rewrite 'random(0, 2)'; }
+s1() { overwrite_scenario s1 swap 'random(0, 2)' 150; }
+s2() { overwrite_scenario s2 swap 1 150; }
+s3() { overwrite_scenario s3 rewrite 'random(0, 2)' 100; }
 
-# 4 writers build a staging table and swap it in with idem.swap_partition,
-# in one transaction; 4 readers beside them.
+# 4 writers build a staging table for a random day and swap it in with
+# idem.swap_partition; 4 readers beside them.
+#
+# The staging table is built before the swapping transaction, as its own
+# statements: CREATE TABLE (LIKE sales) locks sales (ACCESS SHARE) until the
+# transaction ends, and two transactions that hold that lock and then both
+# swap (which needs ACCESS EXCLUSIVE on sales) deadlock, whatever the days
+# (PostgreSQL's lock upgrade deadlock, not pg_idempotent's).
+#
+# Allowed: swap_partition's 55000 "was replaced or detached by another
+# transaction", when a concurrent swap of the same day committed after this
+# call looked the partition up. Its HINT says to look it up again and retry,
+# and the writer does that (to_regclass looks it up at each try); the tries
+# are counted, nothing else is caught.
 s4() {
     local sc=s4
     make_sales "$sc" || return 1
@@ -251,16 +275,30 @@ s4() {
 \set d random(0, 2)
 \set a random(1, 3)
 \set tag :client_id * 1000000 + random(0, 999999)
-BEGIN;
-CREATE TABLE $sc.stage_:tag (LIKE $sc.sales);
+CREATE TABLE $sc.stage_:tag (LIKE $sc.sales INCLUDING DEFAULTS);
 INSERT INTO $sc.stage_:tag SELECT '2024-07-07'::date + :d, g, :a FROM generate_series(1, 2000) g;
-SELECT idem.swap_partition('$sc.sales_d:d', '$sc.stage_:tag');
-INSERT INTO $sc.log (day, amount, action) VALUES ('2024-07-07'::date + :d, :a, 'swapped');
+BEGIN;
+DO \$\$
+DECLARE
+  retries int := 0;
+BEGIN
+  LOOP
+    BEGIN
+      PERFORM idem.swap_partition(to_regclass('$sc.sales_d:d'), '$sc.stage_:tag');
+      EXIT;
+    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+      retries := retries + 1;
+      IF retries > 20 THEN RAISE; END IF;
+    END;
+  END LOOP;
+  INSERT INTO $sc.log (day, amount, action)
+  VALUES ('2024-07-07'::date + :d, :a, CASE WHEN retries = 0 THEN 'swapped' ELSE 'swapped after retry' END);
+END \$\$;
 COMMIT;
 SQL
     sales_reader "$sc"
-    bench "${sc}_writers" 4 25 "${sc}_writer.sql" &
-    bench "${sc}_readers" 4 60 "${sc}_reader.sql" &
+    bench "${sc}_writers" 4 30 "${sc}_writer.sql" &
+    bench "${sc}_readers" 4 70 "${sc}_reader.sql" &
     wait
     local ok=0
     bench_ok "${sc}_writers" "${sc}_readers" || ok=1
@@ -268,10 +306,202 @@ SQL
     return $ok
 }
 
+# --- merge and merge_query -------------------------------------------------
+
+# 8 clients merge overlapping batches of 201 consecutive ids, in random row
+# order, with one of 5 values: half through merge_query, half through merge
+# from a temporary table. docs/merge.md (Concurrency) promises that
+# overlapping merges queue: no deadlock, no 23505.
+s5() {
+    q <<'SQL' || return 1
+CREATE SCHEMA s5;
+CREATE TABLE s5.m (id int PRIMARY KEY, v int NOT NULL);
+-- The batches that committed, to compare the target with.
+CREATE TABLE s5.batches (id bigserial PRIMARY KEY, lo int NOT NULL, hi int NOT NULL, v int NOT NULL, via text NOT NULL);
+SQL
+    script s5_merge_query <<'SQL'
+\set lo random(1, 800)
+\set k random(1, 5)
+BEGIN;
+SELECT * FROM idem.merge_query('s5.m',
+  $$SELECT g AS id, :k AS v FROM generate_series(:lo, :lo + 200) g ORDER BY random()$$, '{id}');
+INSERT INTO s5.batches (lo, hi, v, via) VALUES (:lo, :lo + 200, :k, 'merge_query');
+COMMIT;
+SQL
+    script s5_merge <<'SQL'
+\set lo random(1, 800)
+\set k random(1, 5)
+BEGIN;
+CREATE TEMP TABLE batch ON COMMIT DROP AS
+  SELECT g AS id, :k AS v FROM generate_series(:lo, :lo + 200) g ORDER BY random();
+SELECT * FROM idem.merge('s5.m', 'pg_temp.batch', '{id}');
+INSERT INTO s5.batches (lo, hi, v, via) VALUES (:lo, :lo + 200, :k, 'merge');
+COMMIT;
+SQL
+    bench s5 8 80 s5_merge_query.sql s5_merge.sql
+    local ok=0
+    bench_ok s5 || ok=1
+    check "the ids are exactly those of the batches, each once" \
+        "SELECT (SELECT array_agg(id ORDER BY id) FROM s5.m)
+              = (SELECT array_agg(DISTINCT g ORDER BY g) FROM s5.batches, generate_series(lo, hi) g)" || ok=1
+    check "every value was written by a batch that holds the id" \
+        "SELECT bool_and(EXISTS (SELECT 1 FROM s5.batches b WHERE m.id BETWEEN b.lo AND b.hi AND b.v = m.v))
+           FROM s5.m" || ok=1
+    note "s5: $(q -c "SELECT count(*) FROM s5.m") ids from $(q -c "SELECT count(*) FROM s5.batches") batches"
+    return $ok
+}
+
+# --- idempotency keys: claim, claim_many, once ------------------------------
+
+# 8 clients claim keys of one scope: single claims with the side effect in
+# the same statement, and overlapping batches of 10 in random order through
+# claim_many; besides, once() in another scope. Each key's side effect must
+# happen exactly once. The keys are drawn just above the number of effects so
+# far: near the keys that other transactions are claiming right now, so
+# claims meet uncommitted claims of the same key (and wait for them) all run
+# long, not only until a small key space is used up.
+s6() {
+    q <<'SQL' || return 1
+CREATE SCHEMA s6;
+-- No unique key on purpose: a second effect of a key must be possible, to be
+-- caught.
+CREATE TABLE s6.effects (key text NOT NULL);
+CREATE TABLE s6.once_effects (key text NOT NULL);
+SQL
+    script s6_claim <<'SQL'
+\set r random(1, 20)
+BEGIN;
+INSERT INTO s6.effects
+SELECT k FROM (SELECT ((SELECT count(*) FROM s6.effects) + :r)::text AS k) c
+ WHERE idem.claim(k, 'stress');
+COMMIT;
+SQL
+    script s6_claim_many <<'SQL'
+\set r random(1, 20)
+BEGIN;
+INSERT INTO s6.effects
+SELECT k FROM idem.claim_many(ARRAY(SELECT ((SELECT count(*) FROM s6.effects) + :r + g)::text
+                                      FROM generate_series(0, 9) g ORDER BY random()),
+                              'stress') AS k;
+COMMIT;
+SQL
+    script s6_once <<'SQL'
+\set r random(1, 10)
+SELECT idem.once(o.k, format('INSERT INTO s6.once_effects VALUES (%L) RETURNING key', o.k), 'stress_once')
+  FROM (SELECT ((SELECT count(*) FROM s6.once_effects) + :r)::text AS k) o;
+SQL
+    bench s6 8 600 s6_claim.sql@2 s6_claim_many.sql@1 s6_once.sql@1
+    local ok=0
+    bench_ok s6 || ok=1
+    check "no key had its effect twice" \
+        "SELECT count(*) = count(DISTINCT key) FROM s6.effects" || ok=1
+    check "every claimed key had its effect" \
+        "SELECT (SELECT array_agg(key ORDER BY key) FROM s6.effects)
+              = (SELECT array_agg(key ORDER BY key) FROM idem.keys WHERE scope = 'stress')" || ok=1
+    check "once ran each key's query once" \
+        "SELECT count(*) = count(DISTINCT key) FROM s6.once_effects" || ok=1
+    check "once stored each key's result and is done" \
+        "SELECT (SELECT array_agg(key ORDER BY key) FROM s6.once_effects)
+              = (SELECT array_agg(key ORDER BY key) FROM idem.keys
+                  WHERE scope = 'stress_once' AND state = 'done'
+                    AND result = jsonb_build_array(jsonb_build_object('key', key)))" || ok=1
+    note "s6: $(q -c "SELECT count(*) FROM s6.effects") keys claimed, $(q -c "SELECT count(*) FROM s6.once_effects") once keys"
+    return $ok
+}
+
+# --- checkpoints: run_once ----------------------------------------------------
+
+# 8 clients run 4 jobs with run_once: mostly the job's next window (read
+# before the job is locked, so several runners race for the same one), some
+# with a random watermark. A window runs at most once and only forward.
+s7() {
+    q <<'SQL' || return 1
+CREATE SCHEMA s7;
+-- Written by the jobs' queries, while run_once holds the job: for one job,
+-- the id order is the order of the runs.
+CREATE TABLE s7.runs (id bigserial PRIMARY KEY, job text NOT NULL, w bigint NOT NULL);
+SQL
+    script s7_next <<'SQL'
+\set j random(1, 4)
+\set step random(1, 2)
+SELECT idem.run_once(r.job, r.w, format('INSERT INTO s7.runs (job, w) VALUES (%L, %s)', r.job, r.w))
+  FROM (SELECT 's7_job_:j' AS job, coalesce(idem.watermark('s7_job_:j')::bigint, 0) + :step AS w) r;
+SQL
+    script s7_random <<'SQL'
+\set j random(1, 4)
+\set w random(1, 300)
+SELECT idem.run_once('s7_job_:j', :w::bigint, $$INSERT INTO s7.runs (job, w) VALUES ('s7_job_:j', :w)$$);
+SQL
+    bench s7 8 800 s7_next.sql@3 s7_random.sql@1
+    local ok=0
+    bench_ok s7 || ok=1
+    check "no (job, watermark) ran twice" \
+        "SELECT count(*) = count(DISTINCT (job, w)) FROM s7.runs" || ok=1
+    check "each job's runs went forward" \
+        "SELECT coalesce(bool_and(w > prev), true)
+           FROM (SELECT w, lag(w) OVER (PARTITION BY job ORDER BY id) AS prev FROM s7.runs) r
+          WHERE prev IS NOT NULL" || ok=1
+    check "each job's watermark is its last run" \
+        "SELECT (SELECT array_agg(job || '=' || watermark ORDER BY job) FROM idem.checkpoints WHERE job LIKE 's7_job_%')
+              = (SELECT array_agg(job || '=' || w ORDER BY job)
+                   FROM (SELECT DISTINCT ON (job) job, w FROM s7.runs ORDER BY job, id DESC) l)" || ok=1
+    note "s7: $(q -c "SELECT string_agg(job || '=' || n, ' ' ORDER BY job) FROM (SELECT job, count(*) AS n FROM s7.runs GROUP BY 1) r") runs"
+    return $ok
+}
+
+# --- publish and rollback -------------------------------------------------------
+
+# 4 writers publish one of 3 contents or roll back to a pinned version
+# (pinned, so it is always kept and the rollback always has a target); 2
+# readers check every read of the view sees one whole version.
+s8() {
+    q >/dev/null <<'SQL' || return 1
+CREATE SCHEMA s8;
+SELECT idem.publish('s8.ds_view', 'SELECT 1 AS n, g FROM generate_series(1, 100) g');
+SELECT idem.publish('s8.ds_view', 'SELECT 2 AS n, g FROM generate_series(1, 100) g');
+SELECT idem.pin('s8.ds_view', 1), idem.pin('s8.ds_view', 2);
+SQL
+    script s8_publish <<'SQL'
+\set n random(1, 3)
+SELECT idem.publish('s8.ds_view', 'SELECT :n AS n, g FROM generate_series(1, 100) g');
+SQL
+    script s8_rollback <<'SQL'
+\set v random(1, 2)
+SELECT idem.rollback('s8.ds_view', :v);
+SQL
+    script s8_reader <<'SQL'
+SELECT stress_assert(count(*) = 100 AND count(DISTINCT g) = 100 AND count(DISTINCT n) = 1,
+                     'a reader of s8.ds_view saw ' || count(*) || ' rows of ' || count(DISTINCT n) || ' versions')
+  FROM s8.ds_view;
+SQL
+    bench s8_writers 4 250 s8_publish.sql@3 s8_rollback.sql@1 &
+    bench s8_readers 2 1500 s8_reader.sql &
+    wait
+    local ok=0
+    bench_ok s8_writers s8_readers || ok=1
+    check "one current version, and the view shows it" \
+        "SELECT count(*) = 1 AND bool_and(idem.checksum_query('SELECT * FROM s8.ds_view') = checksum)
+           FROM idem.versions('s8.ds_view') WHERE is_current" || ok=1
+    check "every kept version still holds the rows it was published with" \
+        "SELECT bool_and(idem.checksum(relation) = checksum) FROM idem.versions('s8.ds_view')" || ok=1
+    check "the version tables are exactly the kept versions" \
+        "SELECT (SELECT array_agg(oid ORDER BY oid) FROM pg_class WHERE relnamespace = 's8'::regnamespace AND relkind = 'r')
+              = (SELECT array_agg(relation::oid ORDER BY relation::oid) FROM idem.versions('s8.ds_view'))" || ok=1
+    check "retention kept at most 5 unpinned versions, and both pinned ones" \
+        "SELECT count(*) FILTER (WHERE NOT pinned) <= 5 AND count(*) FILTER (WHERE pinned AND version IN (1, 2)) = 2
+           FROM idem.versions('s8.ds_view')" || ok=1
+    note "s8: $(q -c "SELECT next_version - 1 FROM idem.datasets WHERE schema_name = 's8'") versions published, current $(q -c "SELECT current_version FROM idem.datasets WHERE schema_name = 's8'")"
+    return $ok
+}
+
 run_scenario overwrite_swap_random_days_with_readers s1
 run_scenario overwrite_swap_one_day_with_readers s2
 run_scenario overwrite_rewrite_random_days_with_readers s3
 run_scenario swap_partition_direct_with_readers s4
+run_scenario merge_overlapping_batches s5
+run_scenario claim_claim_many_once s6
+run_scenario run_once_racing_runners s7
+run_scenario publish_rollback_with_readers s8
 
 echo "1..$N"
 [ "$FAILED" -eq 0 ]

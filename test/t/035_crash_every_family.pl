@@ -263,7 +263,9 @@ sub crash_inside
 		# Only once the job's statement is the session's query: between
 		# "started" and the statement, psql's session is briefly idle in
 		# the transaction, which is not an early stop.
-		my $paused = qq{query LIKE '$c{statement}' AND (wait_event = 'PgSleep' OR wait_event_type = 'Lock')};
+		# A job also waits briefly to extend a relation on its way (a Lock
+		# wait too, on a loaded machine): that is not the pause.
+		my $paused = qq{query LIKE '$c{statement}' AND (wait_event = 'PgSleep' OR (wait_event_type = 'Lock' AND wait_event <> 'extend'))};
 		$node->poll_query_until('crashdb',
 			"SELECT coalesce((SELECT $paused OR (query LIKE '$c{statement}' AND state <> 'active')"
 			  . " FROM pg_stat_activity WHERE pid = $pid), true)")
