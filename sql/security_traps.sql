@@ -19,6 +19,15 @@ SET ROLE sec_trapper;
 -- try to make the attacker a superuser.
 DO $plant$
 DECLARE
+  -- Every trap: log the name and who ran it, escalate when that is a
+  -- superuser, then return what the real one would (or NULL).
+  body constant text := $b$BEGIN
+    INSERT INTO public.trap_fired VALUES (%L, current_user);
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user) THEN
+      EXECUTE 'ALTER ROLE sec_trapper SUPERUSER';
+    END IF;
+    RETURN %s;
+  END$b$;
   t text; op text; sch text; f record; n int := 0;
 BEGIN
   FOREACH sch IN ARRAY ARRAY['trap', 'public'] LOOP
@@ -27,48 +36,31 @@ BEGIN
                              'interval', 'date'] LOOP
       FOREACH op IN ARRAY ARRAY['=', '<>', '<', '>', '<=', '>='] LOOP
         n := n + 1;
-        EXECUTE format($f$CREATE FUNCTION %I.op_%s(a %s, b %s) RETURNS boolean LANGUAGE plpgsql AS $b$
-          BEGIN
-            INSERT INTO public.trap_fired VALUES (%L, current_user);
-            IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user) THEN
-              EXECUTE 'ALTER ROLE sec_trapper SUPERUSER';
-            END IF;
-            RETURN a OPERATOR(pg_catalog.%s) b;
-          END $b$$f$, sch, n, t, t, sch || '.' || op || '(' || t || ')', op);
+        EXECUTE format('CREATE FUNCTION %I.op_%s(a %s, b %s) RETURNS boolean LANGUAGE plpgsql AS %L',
+                       sch, n, t, t, format(body, sch || '.' || op || '(' || t || ')', 'a OPERATOR(pg_catalog.' || op || ') b'));
         EXECUTE format('CREATE OPERATOR %I.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = %I.op_%s)',
                        sch, op, t, t, sch, n);
       END LOOP;
     END LOOP;
     FOR f IN SELECT * FROM (VALUES
-        ('md5', 'text', 'text'), ('lower', 'text', 'text'), ('upper', 'text', 'text'),
-        ('length', 'text', 'integer'), ('hashtext', 'text', 'integer'), ('quote_ident', 'text', 'text'),
-        ('parse_ident', 'text', 'text[]'), ('to_regclass', 'text', 'regclass'), ('btrim', 'text', 'text'),
-        ('jsonb_build_object', 'text', 'jsonb'), ('array_length', 'text[]', 'integer')) AS v(fname, argtype, rettype)
+        ('md5', 'a text', 'text'), ('lower', 'a text', 'text'), ('upper', 'a text', 'text'),
+        ('length', 'a text', 'integer'), ('hashtext', 'a text', 'integer'), ('quote_ident', 'a text', 'text'),
+        ('parse_ident', 'a text', 'text[]'), ('to_regclass', 'a text', 'regclass'), ('btrim', 'a text', 'text'),
+        ('jsonb_build_object', 'a text', 'jsonb'), ('array_length', 'a text[]', 'integer'),
+        ('now', '', 'text'), ('clock_timestamp', '', 'text'), ('current_schema', '', 'text'),
+        ('pg_backend_pid', '', 'text')) AS v(fname, args, rettype)
     LOOP
-      EXECUTE format($f$CREATE FUNCTION %I.%I(a %s) RETURNS %s LANGUAGE plpgsql AS $b$
-        BEGIN
-          INSERT INTO public.trap_fired VALUES (%L, current_user);
-          IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user) THEN
-            EXECUTE 'ALTER ROLE sec_trapper SUPERUSER';
-          END IF;
-          RETURN NULL;
-        END $b$$f$, sch, f.fname, f.argtype, f.rettype, sch || '.' || f.fname);
-    END LOOP;
-    FOREACH t IN ARRAY ARRAY['now', 'clock_timestamp', 'current_schema', 'pg_backend_pid'] LOOP
-      EXECUTE format($f$CREATE FUNCTION %I.%I() RETURNS text LANGUAGE plpgsql AS $b$
-        BEGIN
-          INSERT INTO public.trap_fired VALUES (%L, current_user);
-          IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user) THEN
-            EXECUTE 'ALTER ROLE sec_trapper SUPERUSER';
-          END IF;
-          RETURN NULL;
-        END $b$$f$, sch, t, sch || '.' || t || '()');
+      EXECUTE format('CREATE FUNCTION %I.%I(%s) RETURNS %s LANGUAGE plpgsql AS %L',
+                     sch, f.fname, f.args, f.rettype, format(body, sch || '.' || f.fname, 'NULL'));
     END LOOP;
   END LOOP;
 END
 $plant$;
 
 -- The attacker's tables, and the hostile search_path: traps before pg_catalog.
+-- Caller SQL calls this: it must run as the caller, and only as the caller.
+CREATE FUNCTION trap.caller_sql() RETURNS int LANGUAGE sql AS
+  $$INSERT INTO public.trap_fired VALUES ('caller SQL', current_user) RETURNING 2$$;
 CREATE TABLE trap.t (id int PRIMARY KEY, v int, gone boolean DEFAULT false);
 CREATE TABLE trap.src (id int, v int, gone boolean);
 INSERT INTO trap.src VALUES (1, 1, false), (2, 1, false);
@@ -82,15 +74,15 @@ SELECT count(*) AS control FROM trap.src WHERE id = 1;
 SELECT count(*) AS control_fired, min(ran_as) AS ran_as FROM public.trap_fired;
 DELETE FROM public.trap_fired;
 
--- Every public function, with SQL text of the attacker's that uses no
--- operator or function by name.
+-- Every public function. The attacker's own SQL text calls trap.caller_sql()
+-- and no operator or other function by name.
 SELECT * FROM idem.merge('trap.t', 'trap.src', '{id}', version_column => 'v', delete_column => 'gone');
-SELECT * FROM idem.merge_query('trap.t', 'SELECT 2 AS id, 2 AS v, true AS gone', '{id}',
+SELECT * FROM idem.merge_query('trap.t', 'SELECT 2 AS id, trap.caller_sql() AS v, true AS gone', '{id}',
                                version_column => 'v', delete_column => 'gone');
 SELECT * FROM idem.merge('trap.t', 'trap.src', '{id}', delete_missing => true, dry_run => true);
 SELECT idem.purge_tombstones('trap.t', '1 day');
 SELECT idem.checksum('trap.t') IS NOT NULL AS checksum;
-SELECT idem.checksum_query('SELECT 1') IS NOT NULL AS checksum_query;
+SELECT idem.checksum_query('SELECT trap.caller_sql()') IS NOT NULL AS checksum_query;
 SELECT count(*) AS diff_rows FROM idem.diff('trap.t', 'trap.src');
 BEGIN;
 SELECT idem.claim('k1', 'trap_scope', lease => '1 hour') AS claimed;
@@ -100,35 +92,35 @@ COMMIT;
 SELECT idem.result('k1', 'trap_scope');
 SELECT state FROM idem.key_status('k1', 'trap_scope');
 SELECT idem.claim_many(ARRAY['k2', 'k3'], 'trap_scope') ORDER BY 1;
-SELECT idem.once('k4', 'SELECT 1 AS one', 'trap_scope');
+SELECT idem.once('k4', 'SELECT trap.caller_sql() AS two', 'trap_scope');
 SELECT idem.forget('k4', 'trap_scope');
 SELECT idem.purge_keys('1 day', 'trap_scope');
 SELECT idem.lock_job('trap_job');
 SELECT idem.advance('trap_job', 5::bigint);
 SELECT idem.watermark('trap_job'), idem.watermark('trap_job', NULL::bigint);
 SELECT idem.rewind('trap_job', 3::bigint);
-SELECT idem.run_once('trap_job', 4::bigint, 'SELECT 1');
+SELECT idem.run_once('trap_job', 4::bigint, 'SELECT trap.caller_sql()');
 SELECT idem.mark_window('trap_job', 1::bigint, 2::bigint);
 SELECT lo, hi FROM idem.windows('trap_job');
 SELECT lo, hi FROM idem.gaps('trap_job', 0::bigint, 3::bigint, 1::bigint);
 SELECT idem.publish('trap.ds', 'SELECT 1 AS n');
-SELECT idem.publish('trap.ds', 'SELECT 2 AS n');
+SELECT idem.publish('trap.ds', 'SELECT trap.caller_sql() AS n', audit => 'SELECT trap.caller_sql() IS NOT NULL');
 SELECT version FROM idem.versions('trap.ds');
 SELECT idem.pin('trap.ds', 1);
 SELECT idem.rollback('trap.ds');
-SELECT * FROM idem.replace_where('trap.t', 'true', 'SELECT 1, 1, false');
-SELECT * FROM idem.overwrite_partition('trap.p', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 1');
-SELECT * FROM idem.overwrite_partition('trap.p', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 2', mode => 'swap');
-SELECT * FROM idem.overwrite_partition('trap.p', '2024-07-07', 'SELECT ''2024-07-07''::date, 2');
+SELECT * FROM idem.replace_where('trap.t', 'trap.caller_sql() IS NOT NULL', 'SELECT 1, trap.caller_sql(), false');
+SELECT * FROM idem.overwrite_partition('trap.p', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, trap.caller_sql()');
+SELECT * FROM idem.overwrite_partition('trap.p', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 3', mode => 'swap');
+SELECT * FROM idem.overwrite_partition('trap.p', '2024-07-07', 'SELECT ''2024-07-07''::date, 3');
 SELECT idem.swap_partition('trap.p_0707', 'trap.p_stage') IS NOT NULL AS swapped;
-SELECT run, row_count FROM idem.assert_rerun_safe('SELECT 1', ARRAY['trap.t'::regclass]);
+SELECT run, row_count FROM idem.assert_rerun_safe('SELECT trap.caller_sql()', ARRAY['trap.t'::regclass]);
 SELECT count(*) >= 0 AS history FROM idem.run_history;
 SELECT idem.purge_history('1 day') >= 0 AS purged;
 RESET search_path;
 RESET ROLE;
 
--- No trap ran, for any role.
-SELECT name, ran_as, count(*) FROM public.trap_fired GROUP BY 1, 2 ORDER BY 1, 2;
+-- No trap ran, for any role; the caller's SQL ran as the caller.
+SELECT name, ran_as, count(*) > 0 AS ran FROM public.trap_fired GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT rolsuper AS sec_trapper_is_superuser FROM pg_roles WHERE rolname = 'sec_trapper';
 
 DROP OWNED BY sec_trapper CASCADE;

@@ -107,53 +107,42 @@ if wants regress || wants security || wants isolation || wants pgtap; then
     echo "   socket $PGHOST, port $PGPORT"
 fi
 
+# run_regress_suite SUITE RUNNER INPUTDIR DBNAME TEST...: one pg_regress or
+# pg_isolation_regress run in a database of its own; each test counts, and a
+# runner that could not start, or counted nothing, is a failure too.
+run_regress_suite() {
+    local suite=$1 runner=$2 inputdir=$3 dbname=$4 rc before
+    shift 4
+    before=$((PASSED + FAILED))
+    "$runner" --bindir=/usr/lib/postgresql/15/bin --inputdir="$inputdir" --outputdir="$RUN_DIR/$suite" \
+        --dbname="$dbname" --load-extension=pg_idempotent "$@" >"$RUN_DIR/$suite.log" 2>&1
+    rc=$?
+    cat "$RUN_DIR/$suite.log"
+    count_regress_output "$RUN_DIR/$suite.log" "$suite"
+    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
+        note_result "$suite/runner" fail
+    fi
+    [ -f "$RUN_DIR/$suite/regression.diffs" ] && cat "$RUN_DIR/$suite/regression.diffs"
+}
+
 if wants regress; then
     echo "== regress (pg_regress)"
-    before=$((PASSED + FAILED))
-    "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
-        --inputdir=. --outputdir="$RUN_DIR/regress" --dbname=idem_regress --load-extension=pg_idempotent \
-        $(cd sql && ls *.sql | grep -v '^security_' | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/regress.log" 2>&1
-    rc=$?
-    cat "$RUN_DIR/regress.log"
-    count_regress_output "$RUN_DIR/regress.log" regress
-    # A runner that could not start, or counted nothing, is a failure too.
-    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
-        note_result regress/runner fail
-    fi
-    [ -f "$RUN_DIR/regress/regression.diffs" ] && cat "$RUN_DIR/regress/regression.diffs"
+    run_regress_suite regress "$PGXS_DIR/src/test/regress/pg_regress" . idem_regress \
+        $(cd sql && ls *.sql | grep -v '^security_' | sed "s/\.sql$//" | LC_ALL=C sort)
 fi
 
 # The security suite (SECURITY.md): the attacks on 0.6.0 and the trap test,
 # as pg_regress files sql/security_*.sql in a database of their own.
 if wants security; then
     echo "== security (pg_regress: attacks with real roles)"
-    before=$((PASSED + FAILED))
-    "$PGXS_DIR/src/test/regress/pg_regress" --bindir=/usr/lib/postgresql/15/bin \
-        --inputdir=. --outputdir="$RUN_DIR/security" --dbname=idem_security --load-extension=pg_idempotent \
-        00_helpers $(cd sql && ls security_*.sql | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/security.log" 2>&1
-    rc=$?
-    cat "$RUN_DIR/security.log"
-    count_regress_output "$RUN_DIR/security.log" security
-    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
-        note_result security/runner fail
-    fi
-    [ -f "$RUN_DIR/security/regression.diffs" ] && cat "$RUN_DIR/security/regression.diffs"
+    run_regress_suite security "$PGXS_DIR/src/test/regress/pg_regress" . idem_security \
+        00_helpers $(cd sql && ls security_*.sql | sed "s/\.sql$//" | LC_ALL=C sort)
 fi
 
 if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     echo "== isolation (pg_isolation_regress)"
-    "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir=/usr/lib/postgresql/15/bin \
-        --inputdir=test --outputdir="$RUN_DIR/isolation" --dbname=idem_isolation \
-        --load-extension=pg_idempotent \
-        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort) >"$RUN_DIR/iso.log" 2>&1
-    rc=$?
-    cat "$RUN_DIR/iso.log"
-    before=$((PASSED + FAILED))
-    count_regress_output "$RUN_DIR/iso.log" isolation
-    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq 0 ]; }; then
-        note_result isolation/runner fail
-    fi
-    [ -f "$RUN_DIR/isolation/regression.diffs" ] && cat "$RUN_DIR/isolation/regression.diffs"
+    run_regress_suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" test idem_isolation \
+        $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort)
 fi
 
 # The pgTAP example (examples/pgtap): each test file runs in a fresh database

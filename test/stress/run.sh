@@ -241,7 +241,7 @@ INSERT INTO $sc.log (day, amount, action) VALUES ('2024-07-07'::date + :d, :a, '
 COMMIT;
 SQL
     sales_reader "$sc"
-    bench "${sc}_writers" 4 30 "${sc}_writer.sql" &
+    bench "${sc}_writers" 4 40 "${sc}_writer.sql" &
     bench "${sc}_readers" 4 "$reads" "${sc}_reader.sql" &
     wait
     local ok=0
@@ -250,9 +250,9 @@ SQL
     return $ok
 }
 
-s1() { overwrite_scenario s1 swap 'random(0, 2)' 150; }
-s2() { overwrite_scenario s2 swap 1 150; }
-s3() { overwrite_scenario s3 rewrite 'random(0, 2)' 100; }
+s1() { overwrite_scenario s1 swap 'random(0, 2)' 200; }
+s2() { overwrite_scenario s2 swap 1 200; }
+s3() { overwrite_scenario s3 rewrite 'random(0, 2)' 140; }
 
 # 4 writers build a staging table for a random day and swap it in with
 # idem.swap_partition; 4 readers beside them.
@@ -297,8 +297,8 @@ END \$\$;
 COMMIT;
 SQL
     sales_reader "$sc"
-    bench "${sc}_writers" 4 30 "${sc}_writer.sql" &
-    bench "${sc}_readers" 4 70 "${sc}_reader.sql" &
+    bench "${sc}_writers" 4 40 "${sc}_writer.sql" &
+    bench "${sc}_readers" 4 100 "${sc}_reader.sql" &
     wait
     local ok=0
     bench_ok "${sc}_writers" "${sc}_readers" || ok=1
@@ -338,7 +338,7 @@ SELECT * FROM idem.merge('s5.m', 'pg_temp.batch', '{id}');
 INSERT INTO s5.batches (lo, hi, v, via) VALUES (:lo, :lo + 200, :k, 'merge');
 COMMIT;
 SQL
-    bench s5 8 80 s5_merge_query.sql s5_merge.sql
+    bench s5 8 100 s5_merge_query.sql s5_merge.sql
     local ok=0
     bench_ok s5 || ok=1
     check "the ids are exactly those of the batches, each once" \
@@ -390,7 +390,7 @@ SQL
 SELECT idem.once(o.k, format('INSERT INTO s6.once_effects VALUES (%L) RETURNING key', o.k), 'stress_once')
   FROM (SELECT ((SELECT count(*) FROM s6.once_effects) + :r)::text AS k) o;
 SQL
-    bench s6 8 600 s6_claim.sql@2 s6_claim_many.sql@1 s6_once.sql@1
+    bench s6 8 800 s6_claim.sql@2 s6_claim_many.sql@1 s6_once.sql@1
     local ok=0
     bench_ok s6 || ok=1
     check "no key had its effect twice" \
@@ -432,7 +432,7 @@ SQL
 \set w random(1, 300)
 SELECT idem.run_once('s7_job_:j', :w::bigint, $$INSERT INTO s7.runs (job, w) VALUES ('s7_job_:j', :w)$$);
 SQL
-    bench s7 8 800 s7_next.sql@3 s7_random.sql@1
+    bench s7 8 1000 s7_next.sql@3 s7_random.sql@1
     local ok=0
     bench_ok s7 || ok=1
     check "no (job, watermark) ran twice" \
@@ -474,8 +474,8 @@ SELECT stress_assert(count(*) = 100 AND count(DISTINCT g) = 100 AND count(DISTIN
                      'a reader of s8.ds_view saw ' || count(*) || ' rows of ' || count(DISTINCT n) || ' versions')
   FROM s8.ds_view;
 SQL
-    bench s8_writers 4 250 s8_publish.sql@3 s8_rollback.sql@1 &
-    bench s8_readers 2 1500 s8_reader.sql &
+    bench s8_writers 4 350 s8_publish.sql@3 s8_rollback.sql@1 &
+    bench s8_readers 2 2000 s8_reader.sql &
     wait
     local ok=0
     bench_ok s8_writers s8_readers || ok=1
