@@ -75,8 +75,9 @@ bench:
 	bash bench/run.sh
 unit:
 	bash test/unit/run.sh
-# Builds copies of the tree and swaps the installed module for a while, under
-# the install lock (test/sanitize/run.sh); make test runs it too.
+# Builds a copy of the tree and installs it into a private copy of
+# PostgreSQL's installation, never over the installed module
+# (test/sanitize/run.sh); make test runs it too.
 .PHONY: sanitize
 sanitize:
 	bash test/sanitize/run.sh

@@ -228,10 +228,12 @@ fi
 
 # ASan + UBSan (test/sanitize/run.sh): the regress suite and the isolation
 # specs once more, against a sanitized build of a copy of the tree, with a
-# self-test that the sanitizers catch a planted bug. It installs that build,
-# so it takes the install lock exclusively: this run gives up its shared hold
-# first (flock -u 9) and closes fd 9 for it, and so it comes last. It puts a
-# normal build of the same copy back before it releases the lock.
+# self-test that the sanitizers catch a planted bug. It installs that build
+# into a private copy of PostgreSQL's installation and runs its server from
+# there: it neither uses nor replaces the module this run installed, and
+# takes no lock. So this run gives up its shared hold first (flock -u 9), and
+# another run may install during these minutes; hence it comes last. 9>&-:
+# nor does the suite, or its server, hold the lock.
 if wants sanitize; then
     echo "== sanitize (ASan + UBSan build: regress, isolation, self-test)"
     flock -u 9

@@ -4,29 +4,31 @@
 # and UndefinedBehaviorSanitizer, in a server with the ASan runtime preloaded.
 #
 #   1. copies the source tree (the working tree: tracked and untracked files,
-#      no build output) twice into a directory of its own, because PGXS
-#      builds in the tree and other engineers build in theirs
-#   2. builds the first copy normally and the second with
-#      -fsanitize=address,undefined -fno-sanitize-recover=undefined
-#   3. takes /tmp/pg_idempotent-install.lock exclusively: no other test run
-#      (make test, bench, demo) uses the installed module meanwhile. It waits
-#      for the runs that hold it to end; run it outside them.
-#   4. installs the normal build, then the sanitized pg_idempotent.so over it
-#   5. starts a private cluster with LD_PRELOAD of gcc 12's libasan (and
-#      preload.c, see there), runs regress and isolation, and checks that
-#      ASan wrote no report, that the server log shows no UBSan report
-#      ("runtime error:") and no crash
-#   6. self-test: calls two deliberate bugs (selftest.cpp) in that server and
+#      no build output) into a directory of its own, because PGXS builds in
+#      the tree and other engineers build in theirs
+#   2. copies PostgreSQL's installation (programs, modules, share files,
+#      headers; none of pg_idempotent's files) into that directory, as a
+#      private installation (step 2 below says how that works). Nothing is
+#      written into PostgreSQL's own installation, so other clusters'
+#      servers never load the sanitized module, and no lock is taken: other
+#      runs go on meanwhile.
+#   3. builds the copy with -fsanitize=address,undefined
+#      -fno-sanitize-recover=undefined and installs it into the private
+#      installation
+#   4. starts a private cluster of the private installation's programs, with
+#      LD_PRELOAD of gcc 12's libasan (and preload.c, see there), runs regress
+#      and isolation, and checks that ASan wrote no report, that the server
+#      log shows no UBSan report ("runtime error:") and no crash
+#   5. self-test: calls two deliberate bugs (selftest.cpp) in that server and
 #      fails unless ASan and UBSan report them, so "no report" above means
 #      the sanitizers were watching
-#   7. reinstalls the normal build and releases the lock (also on failure or
-#      Ctrl-C)
 #
 # Prints "ok N - name" / "not ok N - name" per check (test/run_all.sh counts
 # them) and "N passed, N failed" last; exits non-zero on any failure.
 # SANITIZE_SOURCE: the tree to test (default: this checkout); SANITIZE_OUT:
 # where logs and reports go (default: a new /tmp/pg_idempotent-sanitize.*),
-# kept after the run. The build copies are removed.
+# kept after the run. The build copy and the private installation are
+# removed.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,13 +40,11 @@ SOURCE=$(cd "${SANITIZE_SOURCE:-$ROOT}" && pwd)
 OUT=${SANITIZE_OUT:-$(mktemp -d /tmp/pg_idempotent-sanitize.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-NORMAL="$OUT/normal"
 SANITIZED="$OUT/sanitized"
+PRIVATE="$OUT/install"
 REPORTS="$OUT/reports"
-LOCK=/tmp/pg_idempotent-install.lock
-PG_CONFIG="$PGBIN/pg_config"
-PGXS_DIR=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
-PKGLIB=$("$PG_CONFIG" --pkglibdir)
+# PostgreSQL's own installation: only read, to copy it (step 2).
+SYSTEM_PG_CONFIG="$PGBIN/pg_config"
 
 # -fno-sanitize-recover: any UB kills the backend, so it cannot scroll by
 # unnoticed. CXXFLAGS replaces PostgreSQL's -O2 -g (a third of the compile
@@ -69,23 +69,9 @@ check() {  # name ok|fail
 }
 step() { echo "== $* ($SECONDS s)"; }
 
-SANITIZED_INSTALLED=0
-restore_normal() {
-    [ "$SANITIZED_INSTALLED" = 1 ] || return 0
-    if make -s -C "$NORMAL" install >"$OUT/install-normal.log" 2>&1 &&
-       ! readelf -d "$PKGLIB/pg_idempotent.so" | grep -q 'NEEDED.*libasan'; then
-        SANITIZED_INSTALLED=0
-        return 0
-    fi
-    cat "$OUT/install-normal.log"
-    echo "could not reinstall the normal build: $PKGLIB/pg_idempotent.so may be the sanitized one; run make install as root" >&2
-    return 1
-}
 finish() {
     cluster_stop
-    restore_normal
-    flock -u 8 2>/dev/null
-    rm -rf "$NORMAL" "$SANITIZED"
+    rm -rf "$SANITIZED" "$PRIVATE"
     echo
     echo "logs: $OUT"
     echo "$PASSED passed, $FAILED failed"
@@ -103,36 +89,71 @@ if [ ! -f "$LIBASAN" ]; then
     exit 1
 fi
 
-# --- 1. copies ---------------------------------------------------------------
+# --- 1. the source -----------------------------------------------------------
 step "copying $SOURCE"
-mkdir -p "$NORMAL"
+mkdir -p "$SANITIZED"
 if git -C "$SOURCE" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     # Tracked and untracked files as they are now, without what .gitignore
     # lists (objects, results). A file deleted but not yet committed is
     # skipped (--ignore-failed-read).
     (cd "$SOURCE" && git ls-files -z -co --exclude-standard |
-        tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$NORMAL" -xf -
+        tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$SANITIZED" -xf -
 else
     (cd "$SOURCE" && tar --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude='*.d' \
-        --exclude=./build --exclude=./results --exclude=./tmp_check -cf - .) | tar -C "$NORMAL" -xf -
+        --exclude=./build --exclude=./results --exclude=./tmp_check -cf - .) | tar -C "$SANITIZED" -xf -
 fi
-cp -a "$NORMAL" "$SANITIZED"
 
-# --- 2. builds ---------------------------------------------------------------
-step "build (normal)"
-if make -s -C "$NORMAL" -j2 >"$OUT/build-normal.log" 2>&1; then
-    check build-normal ok
+# --- 2. a private PostgreSQL installation ------------------------------------
+# The sanitized module never goes where PostgreSQL's servers load modules
+# from: another cluster's server that loaded it meanwhile would abort ("ASan
+# runtime does not come first"), and other test runs would test it instead
+# of their own build. PostgreSQL's programs find their lib and share
+# directories relative to their own location, and pg_config reports them so:
+# a copy of the installation under $PRIVATE (same paths below it) is an
+# installation of its own. Its postgres loads modules and extension scripts
+# from the copy, and make install with its pg_config installs into the copy.
+# The headers come along, so that pg_config builds too. pg_idempotent's own
+# installed files stay behind (they may be mid-install by another run, and
+# only this tree's files belong here).
+step "private PostgreSQL installation"
+mkdir -p "$PRIVATE"
+dirs=()
+for d in bindir pkglibdir sharedir includedir; do
+    dirs+=("$("$SYSTEM_PG_CONFIG" --$d | sed 's|^/||')")
+done
+if ! (cd / && tar --exclude='pg_idempotent*' -cf - "${dirs[@]}") | tar -C "$PRIVATE" -xf -; then
+    check private-installation fail; exit 1
+fi
+PGBIN="$PRIVATE$("$SYSTEM_PG_CONFIG" --bindir)"
+PG_CONFIG="$PGBIN/pg_config"
+PGXS_DIR=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
+PKGLIB=$("$PG_CONFIG" --pkglibdir)
+# Nothing may lead back into the installation this copies: every directory
+# make install writes to is below $PRIVATE, and no link points out of it.
+if [[ "$PKGLIB" == "$PRIVATE"/* && "$("$PG_CONFIG" --sharedir)" == "$PRIVATE"/* &&
+      "$("$PG_CONFIG" --bindir)" == "$PRIVATE"/* && "$PGXS_DIR" == "$PRIVATE"/* ]] &&
+   [ -z "$(find "$PRIVATE" -type l -lname '/*')" ] && [ -x "$PGBIN/postgres" ]; then
+    check private-installation ok
 else
-    cat "$OUT/build-normal.log"; check build-normal fail; exit 1
+    echo "$PG_CONFIG does not report directories below $PRIVATE (or a link there leads out of it)" >&2
+    check private-installation fail; exit 1
 fi
 
-step "build (ASan + UBSan)"
-if make -s -C "$SANITIZED" -j2 with_llvm=no CXXFLAGS="$SAN_CXXFLAGS" COPT="$SAN_FLAGS" \
+# --- 3. build and install ----------------------------------------------------
+step "build (ASan + UBSan) and install into $PRIVATE"
+if make -s -C "$SANITIZED" -j2 PG_CONFIG="$PG_CONFIG" with_llvm=no CXXFLAGS="$SAN_CXXFLAGS" COPT="$SAN_FLAGS" \
         pg_idempotent.so >"$OUT/build-sanitized.log" 2>&1 &&
    readelf -d "$SANITIZED/pg_idempotent.so" | grep -q 'NEEDED.*libasan'; then
     check build-sanitized ok
 else
     cat "$OUT/build-sanitized.log"; check build-sanitized fail; exit 1
+fi
+if make -s -C "$SANITIZED" PG_CONFIG="$PG_CONFIG" with_llvm=no CXXFLAGS="$SAN_CXXFLAGS" COPT="$SAN_FLAGS" \
+        install >"$OUT/install-sanitized.log" 2>&1 &&
+   cmp -s "$SANITIZED/pg_idempotent.so" "$PKGLIB/pg_idempotent.so"; then
+    check install-sanitized ok
+else
+    cat "$OUT/install-sanitized.log"; check install-sanitized fail; exit 1
 fi
 
 # preload.c goes after libasan in LD_PRELOAD; selftest.cpp is built like the
@@ -147,32 +168,15 @@ else
     cat "$OUT/build-selftest.log"; check build-selftest fail; exit 1
 fi
 
-# The server runs as postgres: it must read the libraries and write reports.
+# The server runs as postgres: it must read the installation and the
+# libraries, and write reports.
 mkdir -p "$REPORTS"
 chmod a+rx "$OUT"
+chmod -R a+rX "$PRIVATE"
 chmod a+rwx "$REPORTS"
 chmod a+r "$OUT/preload.so" "$OUT/selftest.so"
 
-# --- 3. lock, 4. install -----------------------------------------------------
-step "waiting for the install lock (runs that use the installed module finish first)"
-exec 8>>"$LOCK"
-chmod a+rw "$LOCK" 2>/dev/null || true
-if ! flock -w 1800 8; then
-    echo "gave up after 30 minutes: another run still holds $LOCK" >&2
-    check install-lock fail; exit 1
-fi
-step "install (normal build, then the sanitized pg_idempotent.so over it)"
-SANITIZED_INSTALLED=1  # from here on, finish() reinstalls the normal build
-if make -s -C "$NORMAL" install >"$OUT/install-normal.log" 2>&1 &&
-   install -m 755 "$SANITIZED/pg_idempotent.so" "$PKGLIB/pg_idempotent.so"; then
-    check install-sanitized ok
-else
-    cat "$OUT/install-normal.log"
-    echo "make install failed: run as root or with write access to $PKGLIB" >&2
-    check install-sanitized fail; exit 1
-fi
-
-# --- 5. the suites -----------------------------------------------------------
+# --- 4. the suites -----------------------------------------------------------
 # detect_leaks=0: PostgreSQL frees memory contexts wholesale and leaves the
 # rest to process exit, so LeakSanitizer would report noise. abort_on_error:
 # a report kills the backend with SIGABRT, which the postmaster logs too.
@@ -184,14 +188,14 @@ ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:disable_coredump=1:allocator_may_r
 ASAN_OPTIONS+=":quarantine_size_mb=64:log_path=$REPORTS/asan"
 CLUSTER_SERVER_ENV=("LD_PRELOAD=$LIBASAN $OUT/preload.so" "ASAN_OPTIONS=$ASAN_OPTIONS")
 CLUSTER_EXTRA_CONF="jit = off"
-step "starting a private cluster with the ASan runtime preloaded"
-# 8>&-: the postmaster must not inherit (and so hold) the lock.
-if ! cluster_start 8>&-; then
+step "starting a private cluster (the private installation's programs) with the ASan runtime preloaded"
+if ! cluster_start; then
     check cluster-start fail; exit 1
 fi
 echo "   socket $PGHOST, port $PGPORT"
 
-# The backend really runs under ASan and really loaded the sanitized module.
+# The backend really runs under ASan and really loaded the sanitized module,
+# from the private installation.
 maps=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "CREATE DATABASE idem_sanitize_check" 2>&1 &&
        psql -X -q -At -v ON_ERROR_STOP=1 -d idem_sanitize_check \
            -c "CREATE EXTENSION pg_idempotent" \
@@ -268,7 +272,7 @@ else
     check server-log-no-crash ok
 fi
 
-# --- 6. self-test ------------------------------------------------------------
+# --- 5. self-test ------------------------------------------------------------
 # Each probe crashes its backend on purpose; the postmaster then restarts
 # every backend, so the probes come after the suites and their checks.
 wait_for_server() {
@@ -309,9 +313,5 @@ else
 fi
 cp "$CLUSTER_DIR/server.log" "$OUT/server.log"
 cluster_stop
-
-# --- 7. the normal build back ------------------------------------------------
-step "reinstalling the normal build"
-if restore_normal; then check normal-build-reinstalled ok; else check normal-build-reinstalled fail; fi
 
 [ "$FAILED" -eq 0 ]
