@@ -9,6 +9,7 @@
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/spi.hpp"
+#include "pg/unit_lock.hpp"
 
 namespace pg_idempotent {
 
@@ -286,6 +287,15 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     spec.check_nulls = !unique_source;
     spec.check_duplicates = !unique_source;
 
+    // Merges of one target run one after another. Each takes its row locks
+    // in two passes (the new keys as it inserts them, then the rows it
+    // updates or deletes), each in key order; two merges that see one key
+    // differently (new to one, committed meanwhile by the other) would take
+    // them in orders that cross, and one would fail with a deadlock. A merge
+    // that waited here sees what the first one committed: a rerun finds
+    // nothing to do. The lock is the extension's own (pg/unit_lock.hpp).
+    if (!options.dry_run)
+        pg::lock_unit(pg::UnitLockSpace::kMergeTarget, target_oid, pg::UnitLockMode::kExclusive);
     // delete_missing: serialized with every other writer of the target.
     if (options.delete_missing && !options.dry_run)
         spi.execute("LOCK TABLE " + target.qualified + " IN SHARE ROW EXCLUSIVE MODE");

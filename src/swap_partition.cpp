@@ -612,24 +612,32 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation given = pg::describe_relation(partition_oid);
-    const auto part = describe_partition(spi, partition_oid);
-    if (!part)
+    // The parent from pg_inherits alone: describing the partition deparses
+    // its bound, which locks the parent, and no relation may be locked
+    // before the serializing lock (partitions.hpp).
+    auto parent_row = spi.query("SELECT i.inhparent::pg_catalog.text FROM pg_catalog.pg_inherits i"
+                                " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
+                                " WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition",
+                                {Param::of_oid(partition_oid)});
+    if (parent_row.rows.empty())
         throw UserError(sqlstate::kWrongObjectType, "\"" + given.display + "\" is not a partition",
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
-    // The locks in their order (partitions.hpp), then the partition that
-    // holds the bound now: a swap that held them first has replaced the one
-    // named (under the same name), and that is the one to replace.
-    lock_partitioned_table_unit(spi, part->parent, true, lock_timeout,
-                                "\"" + pg::describe_relation(part->parent).display + "\"");
-    lock_partition_unit(spi, *part, lock_timeout, "partition \"" + part->rel.display + "\"");
-    std::optional<Partition> now;
-    for (auto& p : partitions_of(spi, part->parent))
-        if (p.bound == part->bound)
-            now = std::move(p);
-    if (!now)
+    const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row)));
+    lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent).display + "\"");
+    // The partition by its name now: a swap that held the lock first has
+    // replaced the one named by a new table of the same name, and that is the
+    // one to replace.
+    auto named = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text",
+                           {Param::of_text(given.qualified)});
+    const std::optional<Partition> now =
+        cell(named).empty() ? std::nullopt
+                            : describe_partition(spi, static_cast<std::uint32_t>(std::stoul(cell(named))));
+    if (!now || now->parent != parent)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                         "partition \"" + given.display + "\" was detached by another transaction",
-                        "No partition of its table holds " + part->bound + " any more.", "Nothing was changed.");
+                        "It is no longer a partition of \"" + pg::describe_relation(parent).display + "\".",
+                        "Nothing was changed.");
+    lock_partition_unit(spi, *now, lock_timeout, "partition \"" + now->rel.display + "\"");
     const std::uint32_t result =
         swap_into(spi, *now, staging_oid, keep_old, lock_timeout,
                   "staging table \"" + pg::describe_relation(staging_oid).display + "\"");
@@ -637,8 +645,8 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     // counted here (rows_written NULL).
     RunRecord run;
     run.function = "swap_partition";
-    run.target = pg::describe_relation(part->parent).display;
-    run.unit = part->rel.display;
+    run.target = pg::describe_relation(parent).display;
+    run.unit = now->rel.display;
     run.action = "swapped";
     run.counts = {{"old_kept", keep_old ? 1 : 0}};
     run.changed = true;

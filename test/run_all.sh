@@ -5,14 +5,17 @@
 #   2. builds with -Werror and installs the module
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
-#   5. runs the pg_regress suite, the isolation specs, the pgTAP example
-#      (examples/pgtap) and the TAP tests; last the package suite: builds,
-#      installs and purges the Debian package, checks the PGXN archive
+#   5. runs the pg_regress suite, the security suite (sql/security_*.sql),
+#      the isolation specs, the stress suite (test/stress: pgbench, its own
+#      cluster), the pgTAP example (examples/pgtap) and the TAP tests; then
+#      the package suite: builds, installs and purges the Debian package,
+#      checks the PGXN archive; last the sanitize suite
 #   6. checks the server log for crashes
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress isolation pgtap tap package sanitize" limits what runs
+# SUITES="unit regress security isolation stress pgtap tap package sanitize"
+# limits what runs
 # (all by default).
 set -uo pipefail
 
@@ -21,7 +24,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 
-SUITES=${SUITES:-"unit regress security isolation pgtap tap package sanitize"}
+SUITES=${SUITES:-"unit regress security isolation stress pgtap tap package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -143,6 +146,27 @@ if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     echo "== isolation (pg_isolation_regress)"
     run_regress_suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" test idem_isolation \
         $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort)
+fi
+
+# The stress suite (test/stress/run.sh): every family under concurrency with
+# pgbench (several clients, readers beside writers), in a cluster of its own;
+# bounded in transactions, about a minute. It prints "ok N - scenario".
+if wants stress; then
+    echo "== stress (pgbench: every family, several clients, readers beside writers)"
+    counted_before=$((PASSED + FAILED))
+    failed_before=$FAILED
+    bash test/stress/run.sh 9>&- >"$RUN_DIR/stress.log" 2>&1
+    rc=$?
+    while IFS= read -r line; do
+        if [[ "$line" =~ ^(not\ )?ok\ [0-9]+\ -\ ([^[:space:]]+) ]]; then
+            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "stress/${BASH_REMATCH[2]}" ok
+            else note_result "stress/${BASH_REMATCH[2]}" fail; fi
+        fi
+    done <"$RUN_DIR/stress.log"
+    if [ $((PASSED + FAILED)) -eq "$counted_before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq "$failed_before" ]; }; then
+        note_result stress/runner fail
+    fi
+    grep -E "^(ok|not ok|#)" "$RUN_DIR/stress.log" | sed "s/^/   /"
 fi
 
 # The pgTAP example (examples/pgtap): each test file runs in a fresh database

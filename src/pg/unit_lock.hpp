@@ -1,6 +1,7 @@
 // Locks that serialize writers of one unit of work (a table for
 // replace_where, a partition for overwrite_partition, a partitioned table for
-// swaps), which no role can take but the extension's functions.
+// swaps, a merge target), which no role can take but the extension's
+// functions.
 //
 // They are heavyweight locks on a "database object" whose class is the OID of
 // the pg_idempotent extension itself: no SQL statement locks such an object,
@@ -18,6 +19,7 @@ enum class UnitLockSpace : std::uint16_t {
     kTable = 1,             // key: the table's OID (replace_where)
     kPartition = 2,         // key: a hash of the parent's OID and the bound
     kPartitionedTable = 3,  // key: the parent's OID (shared: rewrites; exclusive: swaps)
+    kMergeTarget = 4,       // key: the merge target's OID
 };
 
 enum class UnitLockMode { kShared, kExclusive };
