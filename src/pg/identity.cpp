@@ -1,5 +1,6 @@
 #include "pg/identity.hpp"
 
+#include "pg/compat.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {
@@ -214,6 +215,6 @@ void warning(const std::string& message, const std::string& detail)
     });
 }
 
-std::uint32_t local_transaction_id() { return MyProc != nullptr ? MyProc->lxid : 0; }
+std::uint32_t local_transaction_id() { return MyProc != nullptr ? compat::my_local_transaction_id() : 0; }
 
 }  // namespace pg_idempotent::pg

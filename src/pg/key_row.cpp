@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/md5.hpp"
+#include "pg/compat.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {
@@ -154,13 +155,7 @@ RawResult claim_row(const KeyClaim& claim)
     // apply worker builds it (no plan).
     EState* estate = CreateExecutorState();
     MemoryContextSwitchTo(estate->es_query_cxt);
-    RangeTblEntry* rte = makeNode(RangeTblEntry);
-    rte->rtekind = RTE_RELATION;
-    rte->relid = relid;
-    rte->relkind = rel->rd_rel->relkind;
-    rte->rellockmode = RowExclusiveLock;
-    rte->requiredPerms = ACL_INSERT;
-    ExecInitRangeTable(estate, list_make1(rte));
+    compat::init_insert_range_table(estate, relid, rel->rd_rel->relkind, RowExclusiveLock);
     ResultRelInfo* rri = makeNode(ResultRelInfo);
     InitResultRelInfo(rri, rel, 1, nullptr, 0);
     ExecOpenIndices(rri, true);
@@ -197,7 +192,7 @@ RawResult claim_row(const KeyClaim& claim)
         // Waits for an open transaction that holds a conflicting row; false
         // with its TID when a committed (or this transaction's) row is there.
         ItemPointerData conflict;
-        if (!ExecCheckIndexConstraints(rri, slot, estate, &conflict, arbiters)) {
+        if (!compat::check_index_constraints(rri, slot, estate, &conflict, arbiters)) {
             SnapshotData dirty;
             InitDirtySnapshot(dirty);
             // Deleted or replaced since (a forget, a takeover): look again.
@@ -276,7 +271,7 @@ RawResult claim_row(const KeyClaim& claim)
         const uint32 token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
         table_tuple_insert_speculative(rel, slot, estate->es_output_cid, 0, nullptr, token);
         bool spec_conflict = false;
-        List* recheck = ExecInsertIndexTuples(rri, slot, estate, false, true, &spec_conflict, arbiters);
+        List* recheck = compat::insert_index_tuples_speculative(rri, slot, estate, &spec_conflict, arbiters);
         table_tuple_complete_speculative(rel, slot, token, !spec_conflict);
         SpeculativeInsertionLockRelease(GetCurrentTransactionId());
         list_free(recheck);
