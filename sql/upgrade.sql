@@ -9,6 +9,11 @@ CREATE EXTENSION pg_idempotent;
 -- The fresh install's objects, carried to the other database in a psql variable.
 SELECT string_agg(pg_describe_object(classid, objid, objsubid), E'\n') AS fresh_objects FROM pg_depend
  WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   -- A table's row type (and its array type) goes with the table: on 18 it
+   -- is a member of its own; leave it out, so every major lists the same.
+   AND NOT (classid = 'pg_type'::regclass AND EXISTS (
+         SELECT FROM pg_type t LEFT JOIN pg_type e ON e.oid = t.typelem
+          WHERE t.oid = objid AND (t.typrelid <> 0 OR e.typrelid <> 0)))
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent') \gset
 \c idem_upgrade_old
 CREATE EXTENSION pg_idempotent VERSION '0.1.0';
@@ -123,6 +128,11 @@ SELECT function_name, target, action, counts FROM idem.run_history ORDER BY id;
 WITH now_objects AS (
   SELECT pg_describe_object(classid, objid, objsubid) AS object FROM pg_depend
    WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   -- A table's row type (and its array type) goes with the table: on 18 it
+   -- is a member of its own; leave it out, so every major lists the same.
+   AND NOT (classid = 'pg_type'::regclass AND EXISTS (
+         SELECT FROM pg_type t LEFT JOIN pg_type e ON e.oid = t.typelem
+          WHERE t.oid = objid AND (t.typrelid <> 0 OR e.typrelid <> 0)))
      AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent')),
 fresh AS (SELECT regexp_split_to_table(:'fresh_objects', E'\n') AS object)
 SELECT 'only after the update' AS side, object FROM (SELECT object FROM now_objects EXCEPT SELECT object FROM fresh) a
