@@ -175,7 +175,7 @@ void advance(const std::string& job, const TypedValue& given, const std::optiona
                           pg::compare_values(pg::parse_canonical(*expected, value.type),
                                              pg::parse_canonical(*row.watermark, value.type)) == 0;
         if (!same)
-            throw UserError("40001",
+            throw UserError(sqlstate::kSerializationFailure,
                             "watermark of job \"" + job + "\" is no longer " + *expected,
                             "It is now " + row.watermark.value_or("unset") + ": another runner advanced it.",
                             "This run is stale; its writes roll back with this error. Start over from the new watermark.");

@@ -611,7 +611,24 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
 {
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation given = pg::describe_relation(partition_oid);
+    // The partition was named (regclass) before this call began: a swap of
+    // it that committed since has dropped that table, and its successor has
+    // the name. Nothing has been done yet, so the caller's retry (40001,
+    // as for any transaction that lost a race) names the new one.
+    auto replaced_meanwhile = [&] {
+        return UserError(sqlstate::kSerializationFailure,
+                         "partition with OID " + std::to_string(partition_oid) + " was replaced by a concurrent swap",
+                         "Another transaction swapped it after this statement named it.",
+                         "Run the transaction again: the partition's name then names the new partition.");
+    };
+    std::optional<pg::Relation> given;
+    try {
+        given = pg::describe_relation(partition_oid);
+    } catch (const UserError& e) {
+        if (std::string(e.code()) != sqlstate::kUndefinedTable)
+            throw;
+        throw replaced_meanwhile();
+    }
     // The parent from pg_inherits alone: describing the partition deparses
     // its bound, which locks the parent, and no relation may be locked
     // before the serializing lock (partitions.hpp).
@@ -619,22 +636,25 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
                                 " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
                                 " WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition",
                                 {Param::of_oid(partition_oid)});
-    if (parent_row.rows.empty())
-        throw UserError(sqlstate::kWrongObjectType, "\"" + given.display + "\" is not a partition",
+    if (parent_row.rows.empty()) {
+        if (!pg::relation_exists(partition_oid))
+            throw replaced_meanwhile();
+        throw UserError(sqlstate::kWrongObjectType, "\"" + given->display + "\" is not a partition",
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
+    }
     const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row)));
     lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent).display + "\"");
     // The partition by its name now: a swap that held the lock first has
     // replaced the one named by a new table of the same name, and that is the
     // one to replace.
     auto named = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text",
-                           {Param::of_text(given.qualified)});
+                           {Param::of_text(given->qualified)});
     const std::optional<Partition> now =
         cell(named).empty() ? std::nullopt
                             : describe_partition(spi, static_cast<std::uint32_t>(std::stoul(cell(named))));
     if (!now || now->parent != parent)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "partition \"" + given.display + "\" was detached by another transaction",
+                        "partition \"" + given->display + "\" was detached by another transaction",
                         "It is no longer a partition of \"" + pg::describe_relation(parent).display + "\".",
                         "Nothing was changed.");
     lock_partition_unit(spi, *now, lock_timeout, "partition \"" + now->rel.display + "\"");

@@ -45,6 +45,7 @@ inline constexpr const char* kLockNotAvailable = "55P03";
 inline constexpr const char* kInsufficientPrivilege = "42501";
 inline constexpr const char* kUndefinedTable = "42P01";
 inline constexpr const char* kDuplicateTable = "42P07";
+inline constexpr const char* kSerializationFailure = "40001";
 // The extension's own class "ID" (implementation-defined classes start with
 // I-Z): an idempotency key reused for a different request.
 inline constexpr const char* kFingerprintMismatch = "ID001";
