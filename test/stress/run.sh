@@ -96,7 +96,9 @@ bench() {
     echo "$label $((clients * txns))" >"$WORK/$label.expect"
     local tps
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/$label.out" | head -n 1)
-    note "$label: $((clients * txns)) transactions by $clients clients in $((SECONDS - t0)) s (${tps:-?} tps)"
+    local retried
+    retried=$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$WORK/$label.out" | head -n 1)
+    note "$label: $((clients * txns)) transactions by $clients clients in $((SECONDS - t0)) s (${tps:-?} tps${retried:+, $retried retried})"
 }
 
 # writers DEFAULT: how many clients write in a scenario. STRESS_CLIENTS
@@ -292,6 +294,7 @@ s4() {
 \set d random(0, 2)
 \set a random(1, 3)
 \set tag :client_id * 1000000 + random(0, 999999)
+DROP TABLE IF EXISTS $sc.stage_:tag;  -- a retry (40001) runs the whole script again
 CREATE TABLE $sc.stage_:tag (LIKE $sc.sales INCLUDING DEFAULTS);
 INSERT INTO $sc.stage_:tag SELECT '2024-07-07'::date + :d, g, :a FROM generate_series(1, 2000) g;
 BEGIN;
