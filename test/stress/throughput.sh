@@ -32,7 +32,7 @@ for sc in $scenarios; do
         # The lines of this scenario: from its "ok" line to the next one.
         block=$(sed -n -E "/^(not )?ok [0-9]+ - $sc\$/,/^(not )?ok [0-9]+ - /p" "$out/$c.log")
         tps=$(echo "$block" | grep -E "_writers: |^# s[0-9]+: [0-9]+ transactions" |
-              sed -n -E 's/.*\(([0-9.]+) tps\).*/\1/p' | head -n 1)
+              sed -n -E 's/.*\(([0-9.]+) tps[,)].*/\1/p' | head -n 1)
         [ -n "$tps" ] && tps=$(printf '%.0f' "$tps")
         echo "$block" | head -n 1 | grep -q '^not ok' && tps="$tps (failed)"
         printf ' %s |' "${tps:-?}"
