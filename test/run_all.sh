@@ -111,13 +111,14 @@ if wants regress || wants security || wants isolation || wants pgtap; then
 fi
 
 # run_regress_suite SUITE RUNNER INPUTDIR DBNAME TEST...: one pg_regress or
-# pg_isolation_regress run in a database of its own; each test counts, and a
-# runner that could not start, or counted nothing, is a failure too.
+# pg_isolation_regress run in a database of its own, against the cluster of
+# $PGBIN; each test counts, and a runner that could not start, or counted
+# nothing, is a failure too.
 run_regress_suite() {
     local suite=$1 runner=$2 inputdir=$3 dbname=$4 rc before
     shift 4
     before=$((PASSED + FAILED))
-    "$runner" --bindir=/usr/lib/postgresql/15/bin --inputdir="$inputdir" --outputdir="$RUN_DIR/$suite" \
+    "$runner" --bindir="$PGBIN" --inputdir="$inputdir" --outputdir="$RUN_DIR/$suite" \
         --dbname="$dbname" --load-extension=pg_idempotent "$@" >"$RUN_DIR/$suite.log" 2>&1
     rc=$?
     cat "$RUN_DIR/$suite.log"
@@ -149,24 +150,28 @@ if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
 fi
 
 # The stress suite (test/stress/run.sh): every family under concurrency with
-# pgbench (several clients, readers beside writers), in a cluster of its own;
-# bounded in transactions, about a minute. It prints "ok N - scenario".
-if wants stress; then
-    echo "== stress (pgbench: every family, several clients, readers beside writers)"
-    counted_before=$((PASSED + FAILED))
-    failed_before=$FAILED
-    bash test/stress/run.sh 9>&- >"$RUN_DIR/stress.log" 2>&1
+# pgbench (several clients, readers beside writers), in a cluster of its own
+# of $PGBIN; bounded in transactions, about a minute. It prints "ok N -
+# scenario". run_stress_suite LABEL.
+run_stress_suite() {
+    local label=$1 counted_before=$((PASSED + FAILED)) failed_before=$FAILED rc line
+    PGBIN="$PGBIN" bash test/stress/run.sh 9>&- >"$RUN_DIR/$label.log" 2>&1
     rc=$?
     while IFS= read -r line; do
         if [[ "$line" =~ ^(not\ )?ok\ [0-9]+\ -\ ([^[:space:]]+) ]]; then
-            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "stress/${BASH_REMATCH[2]}" ok
-            else note_result "stress/${BASH_REMATCH[2]}" fail; fi
+            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "$label/${BASH_REMATCH[2]}" ok
+            else note_result "$label/${BASH_REMATCH[2]}" fail; fi
         fi
-    done <"$RUN_DIR/stress.log"
+    done <"$RUN_DIR/$label.log"
     if [ $((PASSED + FAILED)) -eq "$counted_before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq "$failed_before" ]; }; then
-        note_result stress/runner fail
+        note_result "$label/runner" fail
     fi
-    grep -E "^(ok|not ok|#)" "$RUN_DIR/stress.log" | sed "s/^/   /"
+    grep -E "^(ok|not ok|#)" "$RUN_DIR/$label.log" | sed "s/^/   /"
+}
+
+if wants stress; then
+    echo "== stress (pgbench: every family, several clients, readers beside writers)"
+    run_stress_suite stress
 fi
 
 # The pgTAP example (examples/pgtap): each test file runs in a fresh database
@@ -228,6 +233,69 @@ if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
         fi
     done
     rm -rf "$TAP_DIR"
+fi
+
+# PostgreSQL 18 (PG_MAJORS="15 18" by default; PG_MAJORS=15 skips it): the
+# module built from a copy of this tree against PostgreSQL 18.6, which
+# test/lib/pg18.sh builds once from Debian sid's source package into a cache,
+# installed into a private copy of that installation (never into the cache
+# itself, which other runs share), and the regress, security, isolation and
+# stress suites run again on a cluster of its own. Their names start with
+# "pg18-". (TAP, pgTAP and the sanitizers run on 15 only, for now.)
+PG_MAJORS=${PG_MAJORS:-"15 18"}
+if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || wants isolation || wants stress; }; then
+    echo "== PostgreSQL 18 (build or reuse the cached server, build the module, run the suites)"
+    if ! PG18_PREFIX=$(bash test/lib/pg18.sh 2>"$RUN_DIR/pg18-server.log"); then
+        cat "$RUN_DIR/pg18-server.log"
+        note_result pg18-server fail
+    else
+        PG18_DIR="$RUN_DIR/pg18"
+        cp -a "$PG18_PREFIX" "$PG18_DIR" && rm -f "$PG18_DIR/.complete"
+        chmod -R a+rX "$PG18_DIR"
+        mkdir -p "$RUN_DIR/build18"
+        git ls-files -co --exclude-standard | grep -vE '\.(o|so|d|bc)$' | tar -cf - -T - | tar -xf - -C "$RUN_DIR/build18"
+        if ! make -C "$RUN_DIR/build18" -s -j2 PG_CONFIG="$PG18_DIR/bin/pg_config" install >"$RUN_DIR/pg18-build.log" 2>&1; then
+            cat "$RUN_DIR/pg18-build.log"
+            note_result pg18-build fail
+        else
+            PGBIN="$PG18_DIR/bin"
+            PGXS18="$PG18_DIR/lib/postgresql/pgxs"
+            [ -d "$PGXS18" ] || PGXS18="$PG18_DIR/lib/pgxs"
+            if cluster_start; then
+                echo "   socket $PGHOST, port $PGPORT"
+                if wants regress; then
+                    echo "== pg18-regress"
+                    run_regress_suite pg18-regress "$PGXS18/src/test/regress/pg_regress" . idem_regress \
+                        $(cd sql && ls *.sql | grep -v '^security_' | sed "s/\.sql$//" | LC_ALL=C sort)
+                fi
+                if wants security; then
+                    echo "== pg18-security"
+                    run_regress_suite pg18-security "$PGXS18/src/test/regress/pg_regress" . idem_security \
+                        00_helpers $(cd sql && ls security_*.sql | sed "s/\.sql$//" | LC_ALL=C sort)
+                fi
+                if wants isolation; then
+                    echo "== pg18-isolation"
+                    run_regress_suite pg18-isolation "$PGXS18/src/test/isolation/pg_isolation_regress" test \
+                        idem_isolation $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort)
+                fi
+                problems=$(cluster_log_problems)
+                if [ -n "$problems" ]; then
+                    echo "server log shows a crash:"; echo "$problems"
+                    note_result pg18-server-log fail
+                else
+                    note_result pg18-server-log ok
+                fi
+                cluster_stop
+            else
+                note_result pg18-cluster fail
+            fi
+            if wants stress; then
+                echo "== pg18-stress"
+                run_stress_suite pg18-stress
+            fi
+            PGBIN=/usr/lib/postgresql/15/bin
+        fi
+    fi
 fi
 
 # The packages (test/package): deb.sh builds the Debian package in a copy of
