@@ -60,7 +60,10 @@ DROP EXTENSION pg_idempotent;
 DROP SCHEMA idem;
 CREATE ROLE idem_squatter;
 CREATE SCHEMA idem AUTHORIZATION idem_squatter;
+-- (Without CONTEXT: from 17 on it also quotes the script's statement.)
+\set SHOW_CONTEXT never
 CREATE EXTENSION pg_idempotent;
+\set SHOW_CONTEXT errors
 DROP SCHEMA idem;
 DROP ROLE idem_squatter;
 CREATE EXTENSION pg_idempotent;
