@@ -50,6 +50,11 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 wants() { [[ " $SUITES " == *" $1 "* ]]; }
+# PG_MAJORS ("15 18" by default): the PostgreSQL majors the server suites
+# run on; PG_MAJORS=15 or PG_MAJORS=18 runs one. wants15 SUITE: the suite
+# runs on 15.
+PG_MAJORS=${PG_MAJORS:-"15 18"}
+wants15() { [[ " $PG_MAJORS " == *" 15 "* ]] && wants "$1"; }
 
 ensure_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
 ensure_locale de_DE.UTF-8
@@ -104,7 +109,7 @@ if wants unit; then
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
 fi
 
-if wants regress || wants security || wants isolation || wants pgtap; then
+if wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
     echo "== starting a private PostgreSQL 15 cluster"
     cluster_start || { note_result cluster fail; exit 1; }
     echo "   socket $PGHOST, port $PGPORT"
@@ -129,7 +134,7 @@ run_regress_suite() {
     [ -f "$RUN_DIR/$suite/regression.diffs" ] && cat "$RUN_DIR/$suite/regression.diffs"
 }
 
-if wants regress; then
+if wants15 regress; then
     echo "== regress (pg_regress)"
     run_regress_suite regress "$PGXS_DIR/src/test/regress/pg_regress" . idem_regress \
         $(cd sql && ls *.sql | grep -v '^security_' | sed "s/\.sql$//" | LC_ALL=C sort)
@@ -137,13 +142,13 @@ fi
 
 # The security suite (SECURITY.md): the attacks on 0.6.0 and the trap test,
 # as pg_regress files sql/security_*.sql in a database of their own.
-if wants security; then
+if wants15 security; then
     echo "== security (pg_regress: attacks with real roles)"
     run_regress_suite security "$PGXS_DIR/src/test/regress/pg_regress" . idem_security \
         00_helpers $(cd sql && ls security_*.sql | sed "s/\.sql$//" | LC_ALL=C sort)
 fi
 
-if wants isolation && ls test/specs/*.spec >/dev/null 2>&1; then
+if wants15 isolation && ls test/specs/*.spec >/dev/null 2>&1; then
     echo "== isolation (pg_isolation_regress)"
     run_regress_suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" test idem_isolation \
         $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort)
@@ -169,7 +174,7 @@ run_stress_suite() {
     grep -E "^(ok|not ok|#)" "$RUN_DIR/$label.log" | sed "s/^/   /"
 }
 
-if wants stress; then
+if wants15 stress; then
     echo "== stress (pgbench: every family, several clients, readers beside writers)"
     run_stress_suite stress
 fi
@@ -178,23 +183,31 @@ fi
 # of the private cluster (run.sh creates and drops it) and counts as one test;
 # its assertions are printed. pg_prove fails the file on any failed
 # assertion, on an error that ends it early, or on a wrong plan.
-if wants pgtap; then
-    echo "== pgtap (examples/pgtap, pg_prove)"
+# run_pgtap_suite LABEL: each pgTAP test file of the example in a fresh
+# database of the running cluster (examples/pgtap/run.sh creates and drops
+# it), with the psql of $PGBIN.
+run_pgtap_suite() {
+    local label=$1 t name log
     for t in examples/pgtap/test/*.sql; do
         name=$(basename "$t" .sql)
-        log="$RUN_DIR/pgtap-$name.log"
-        if PGTAP_DB="idem_pgtap_$name" bash examples/pgtap/run.sh -v "$t" >"$log" 2>&1 \
+        log="$RUN_DIR/$label-$name.log"
+        if PG_BINDIR="$PGBIN" PGTAP_DB="idem_pgtap_$name" bash examples/pgtap/run.sh -v "$t" >"$log" 2>&1 \
             && grep -qE "^ok [0-9]+" "$log"; then
-            note_result "pgtap/$name" ok
+            note_result "$label/$name" ok
             grep -E "^(ok|not ok) [0-9]+" "$log" | sed "s/^/   $name: /"
         else
-            note_result "pgtap/$name" fail
+            note_result "$label/$name" fail
             cat "$log"
         fi
     done
+}
+
+if wants15 pgtap; then
+    echo "== pgtap (examples/pgtap, pg_prove)"
+    run_pgtap_suite pgtap
 fi
 
-if wants regress || wants security || wants isolation || wants pgtap; then
+if wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
     problems=$(cluster_log_problems)
     if [ -n "$problems" ]; then
         echo "server log shows a crash:"; echo "$problems"
@@ -205,52 +218,59 @@ if wants regress || wants security || wants isolation || wants pgtap; then
     cluster_stop
 fi
 
-if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
-    echo "== TAP (prove, PostgreSQL::Test::Cluster)"
+# run_tap_suite LABEL PGXS: the TAP tests (test/t/*.pl) with the programs of
+# $PGBIN and the Perl modules and pg_regress of that PGXS directory.
+run_tap_suite() {
+    local label=$1 pgxs=$2 tap_dir t name f
     # TAP tests run initdb, so as root they run as postgres, which may not be
     # able to read this checkout (CI clones under /root): they get a copy.
-    TAP_DIR=$(mktemp -d /tmp/pg_idempotent-tap.XXXXXX)
-    mkdir -p "$TAP_DIR/repo"
-    cp -r test META.json LICENSE pg_idempotent.control pg_idempotent--*.sql "$TAP_DIR/repo/"
-    chmod -R a+rX "$TAP_DIR"
-    [ "$(id -u)" -eq 0 ] && chown -R postgres:postgres "$TAP_DIR"
+    tap_dir=$(mktemp -d /tmp/pg_idempotent-tap.XXXXXX)
+    mkdir -p "$tap_dir/repo"
+    cp -r test META.json LICENSE pg_idempotent.control pg_idempotent--*.sql "$tap_dir/repo/"
+    chmod -R a+rX "$tap_dir"
+    [ "$(id -u)" -eq 0 ] && chown -R postgres:postgres "$tap_dir"
     for t in test/t/*.pl; do
         name=$(basename "$t" .pl)
-        mkdir -p "$TAP_DIR/$name"
-        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$TAP_DIR/$name"
-        if (cd "$TAP_DIR/repo" && as_pg env PATH="/usr/lib/postgresql/15/bin:$PATH" TESTDIR="$TAP_DIR/$name" \
-            PG_REGRESS="$PGXS_DIR/src/test/regress/pg_regress" REPO_ROOT="$TAP_DIR/repo" \
-            PERL5LIB="$PGXS_DIR/src/test/perl" \
-            prove -v "test/t/$name.pl" >"$TAP_DIR/$name.log" 2>&1); then
-            note_result "tap/$name" ok
-            grep -E "^(ok|not ok)" "$TAP_DIR/$name.log" | sed "s/^/   $name: /"
+        mkdir -p "$tap_dir/$name"
+        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$tap_dir/$name"
+        if (cd "$tap_dir/repo" && as_pg env PATH="$PGBIN:$PATH" TESTDIR="$tap_dir/$name" \
+            PG_REGRESS="$pgxs/src/test/regress/pg_regress" REPO_ROOT="$tap_dir/repo" \
+            PERL5LIB="$pgxs/src/test/perl" \
+            prove -v "test/t/$name.pl" >"$tap_dir/$name.log" 2>&1); then
+            note_result "$label/$name" ok
+            grep -E "^(ok|not ok)" "$tap_dir/$name.log" | sed "s/^/   $name: /"
         else
-            note_result "tap/$name" fail
-            cat "$TAP_DIR/$name.log"
-            for f in "$TAP_DIR/$name"/tmp_check/log/*; do
+            note_result "$label/$name" fail
+            cat "$tap_dir/$name.log"
+            for f in "$tap_dir/$name"/tmp_check/log/*; do
                 [ -f "$f" ] && { echo "--- $f"; tail -50 "$f"; }
             done
         fi
     done
-    rm -rf "$TAP_DIR"
+    rm -rf "$tap_dir"
+}
+
+if wants15 tap && ls test/t/*.pl >/dev/null 2>&1; then
+    echo "== TAP (prove, PostgreSQL::Test::Cluster)"
+    run_tap_suite tap "$PGXS_DIR"
 fi
 
 # PostgreSQL 18 (PG_MAJORS="15 18" by default; PG_MAJORS=15 skips it): the
 # module built from a copy of this tree against PostgreSQL 18.6, which
 # test/lib/pg18.sh builds once from Debian sid's source package into a cache,
 # installed into a private copy of that installation (never into the cache
-# itself, which other runs share), and the regress, security, isolation and
-# stress suites run again on a cluster of its own. Their names start with
-# "pg18-". (TAP, pgTAP and the sanitizers run on 15 only, for now.)
-PG_MAJORS=${PG_MAJORS:-"15 18"}
-if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || wants isolation || wants stress; }; then
+# itself, which other runs share), and the regress, security, isolation,
+# pgTAP, stress and TAP suites run again. Their names start with "pg18-".
+# (The packages and the sanitizers are 15's: Debian 12 has no server-dev
+# package for 18, which pg_buildext needs.)
+if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || wants isolation || wants stress || wants tap || wants pgtap; }; then
     echo "== PostgreSQL 18 (build or reuse the cached server, build the module, run the suites)"
     if ! PG18_PREFIX=$(bash test/lib/pg18.sh 2>"$RUN_DIR/pg18-server.log"); then
         cat "$RUN_DIR/pg18-server.log"
         note_result pg18-server fail
     else
         PG18_DIR="$RUN_DIR/pg18"
-        cp -a "$PG18_PREFIX" "$PG18_DIR" && rm -f "$PG18_DIR/.complete"
+        cp -a "$PG18_PREFIX" "$PG18_DIR" && rm -f "$PG18_DIR"/.complete*
         chmod -R a+rX "$PG18_DIR"
         mkdir -p "$RUN_DIR/build18"
         git ls-files -co --exclude-standard | grep -vE '\.(o|so|d|bc)$' | tar -cf - -T - | tar -xf - -C "$RUN_DIR/build18"
@@ -278,6 +298,10 @@ if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || want
                     run_regress_suite pg18-isolation "$PGXS18/src/test/isolation/pg_isolation_regress" test \
                         idem_isolation $(cd test/specs && ls *.spec | sed 's/\.spec$//' | LC_ALL=C sort)
                 fi
+                if wants pgtap; then
+                    echo "== pg18-pgtap"
+                    run_pgtap_suite pg18-pgtap
+                fi
                 problems=$(cluster_log_problems)
                 if [ -n "$problems" ]; then
                     echo "server log shows a crash:"; echo "$problems"
@@ -293,6 +317,10 @@ if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || want
                 echo "== pg18-stress"
                 run_stress_suite pg18-stress
             fi
+            if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
+                echo "== pg18-tap"
+                run_tap_suite pg18-tap "$PGXS18"
+            fi
             PGBIN=/usr/lib/postgresql/15/bin
         fi
     fi
@@ -304,7 +332,7 @@ fi
 # deb.sh takes the install lock exclusively; this run gives up its shared
 # hold first (fd 9), and so this suite comes last: nothing after it relies on
 # the module this run installed.
-if wants package; then
+if wants15 package; then
     echo "== package (Debian package, PGXN archive)"
     flock -u 9
     for t in deb dist; do
@@ -326,7 +354,7 @@ fi
 # takes no lock. So this run gives up its shared hold first (flock -u 9), and
 # another run may install during these minutes; hence it comes last. 9>&-:
 # nor does the suite, or its server, hold the lock.
-if wants sanitize; then
+if wants15 sanitize; then
     echo "== sanitize (ASan + UBSan build: regress, isolation, self-test)"
     flock -u 9
     failed_before=$FAILED

@@ -4,8 +4,9 @@
 # Debian 12 packages PostgreSQL 15 only. Debian unstable (sid) has the source
 # package postgresql-18: this adds a deb-src entry for sid (sources only;
 # nothing installs sid binaries), fetches the source with apt-get source and
-# builds it with contrib (the tests use pageinspect and pg_walinspect). A
-# second run finds the finished build and does nothing.
+# builds it with contrib (the tests use pageinspect and pg_walinspect), and
+# pgTAP for it the same way. A second run finds the finished build and does
+# nothing.
 #
 #   PG18_CACHE   where the build goes (default /var/cache/pg_idempotent/pg18)
 #
@@ -17,8 +18,9 @@ set -euo pipefail
 CACHE=${PG18_CACHE:-/var/cache/pg_idempotent/pg18}
 PREFIX="$CACHE/install"
 # The build is complete only once this stamp exists: an interrupted build is
-# started over, never used half made.
-STAMP="$PREFIX/.complete"
+# started over, never used half made. Its number changes with what the build
+# holds (2: with pgTAP), so an older cache is built again.
+STAMP="$PREFIX/.complete-2"
 
 if [ -f "$STAMP" ] && [ -x "$PREFIX/bin/pg_config" ]; then
     echo "$PREFIX"
@@ -77,6 +79,22 @@ make install >>"$CACHE/make.log" 2>&1 && make -C contrib install >>"$CACHE/make.
 # The test programs and Perl modules PGXS's installcheck and the TAP tests use.
 make -C src/test/regress install >>"$CACHE/make.log" 2>&1 || true
 make -C src/test/isolation install >>"$CACHE/make.log" 2>&1 || true
+# pgTAP for the example's tests (examples/pgtap): Debian 12 packages it for
+# 15 only. Its source package comes from sid too; apt-get may fail to fetch
+# the .dsc of a package sid has just replaced while the tarball arrived,
+# which is all the build needs.
+cd "$CACHE/src"
+apt-get source --download-only pgtap >&2 || true
+pgtap_tarball=$(ls pgtap_*.orig.tar.* 2>/dev/null | head -n 1)
+if [ -z "$pgtap_tarball" ]; then
+    say "could not fetch pgTAP's source"
+    exit 1
+fi
+tar -xf "$pgtap_tarball"
+pgtap_dir=$(find . -maxdepth 1 -type d -name 'pgtap-*' | head -n 1)
+make -C "$pgtap_dir" PG_CONFIG="$PREFIX/bin/pg_config" >>"$CACHE/make.log" 2>&1 &&
+    make -C "$pgtap_dir" PG_CONFIG="$PREFIX/bin/pg_config" install >>"$CACHE/make.log" 2>&1 ||
+    { tail -n 30 "$CACHE/make.log" >&2; exit 1; }
 cd "$CACHE"
 rm -rf "$CACHE/src"
 touch "$STAMP"
