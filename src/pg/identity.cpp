@@ -2,6 +2,7 @@
 
 #include "pg/compat.hpp"
 #include "pg/guard.hpp"
+#include "pg/settings.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -92,60 +93,32 @@ Oid extension_owner()
 }
 }  // namespace
 
-namespace {
-// Opens a GUC nest level with one setting changed, as a function's SET clause
-// does; leave_setting pops it.
-int enter_setting(const char* name, const char* value)
-{
-    return pg_call([&] {
-        const int nest = NewGUCNestLevel();
-        (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-        return nest;
-    });
-}
-
-void leave_setting(int nest)
-{
-    pg_call([&] { AtEOXact_GUC(true, nest); });
-}
-}  // namespace
-
 void as_extension_owner(const std::function<void()>& fn)
 {
     const Oid owner = extension_owner();
-    Oid saved_user = InvalidOid;
-    int saved_context = 0;
-    GetUserIdAndSecContext(&saved_user, &saved_context);
     // The caller's search_path must not choose an operator, a function or a
     // type for a statement the owner runs (JOIN ... USING, IN, implicit
     // casts pick them by name): pinned for as long as the switch lasts.
-    const int nest = enter_setting("search_path", "pg_catalog, pg_temp");
-    SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-    // Restored on every path: a caller may catch the error (a subtransaction
-    // that is rolled back) and go on as itself.
-    auto restore = [&] {
+    with_settings({{"search_path", "pg_catalog, pg_temp"}}, [&] {
+        Oid saved_user = InvalidOid;
+        int saved_context = 0;
+        GetUserIdAndSecContext(&saved_user, &saved_context);
+        SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
+        // Restored on every path: a caller may catch the error (a
+        // subtransaction that is rolled back) and go on as itself.
+        try {
+            fn();
+        } catch (...) {
+            SetUserIdAndSecContext(saved_user, saved_context);
+            throw;
+        }
         SetUserIdAndSecContext(saved_user, saved_context);
-        leave_setting(nest);
-    };
-    try {
-        fn();
-    } catch (...) {
-        restore();
-        throw;
-    }
-    restore();
+    });
 }
 
 void with_lock_timeout(const std::string& value, const std::function<void()>& fn)
 {
-    const int nest = enter_setting("lock_timeout", value.c_str());
-    try {
-        fn();
-    } catch (...) {
-        leave_setting(nest);
-        throw;
-    }
-    leave_setting(nest);
+    with_settings({{"lock_timeout", value.c_str()}}, fn);
 }
 
 void in_rolled_back_subtransaction(const std::function<void()>& fn)

@@ -1,5 +1,6 @@
 #include "pg/settings.hpp"
 
+#include "pg/guard.hpp"
 #include "pg/postgres.hpp"
 
 extern "C" {
@@ -42,6 +43,24 @@ void define_settings()
                              "Lets idem.merge write GENERATED ALWAYS identity columns (OVERRIDING SYSTEM VALUE).",
                              nullptr, &override_identity_setting, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     MarkGUCPrefixReserved("idem");
+}
+
+void with_settings(const Settings& settings, const std::function<void()>& fn)
+{
+    const int nest = pg_call([&] {
+        const int level = NewGUCNestLevel();
+        for (const auto& [name, value] : settings)
+            (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+        return level;
+    });
+    auto restore = [&] { pg_call([&] { AtEOXact_GUC(true, nest); }); };
+    try {
+        fn();
+    } catch (...) {
+        restore();
+        throw;
+    }
+    restore();
 }
 
 HistoryMode history_mode() { return static_cast<HistoryMode>(history_setting); }

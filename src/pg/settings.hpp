@@ -6,7 +6,17 @@
 // `SET idem.history = 'sometimes'` names the values it accepts.
 #pragma once
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 namespace pg_idempotent::pg {
+
+// Runs fn with these settings changed, at a GUC nest level of their own, as
+// a function's SET clauses do; they are restored afterwards, also when fn
+// throws (a caller may catch the error and go on).
+using Settings = std::vector<std::pair<const char*, const char*>>;
+void with_settings(const Settings& settings, const std::function<void()>& fn);
 
 // idem.history: which runs of the bulk writing functions leave a row in
 // idem.run_history.

@@ -2,6 +2,7 @@
 
 #include "pg/errors.hpp"
 #include "pg/guard.hpp"
+#include "pg/settings.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -18,7 +19,7 @@ namespace pg_idempotent::pg {
 namespace {
 
 // The canonical settings (docs/checkpoints.md).
-const std::pair<const char*, const char*> kCanonical[] = {
+const Settings kCanonical = {
     {"DateStyle", "ISO, YMD"},
     {"TimeZone", "UTC"},
     {"IntervalStyle", "postgres"},
@@ -26,33 +27,11 @@ const std::pair<const char*, const char*> kCanonical[] = {
     {"bytea_output", "hex"},
 };
 
-int enter_canonical()
-{
-    return pg_call([] {
-        const int nest = NewGUCNestLevel();
-        for (const auto& [name, value] : kCanonical)
-            (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-        return nest;
-    });
-}
-
-void leave_canonical(int nest)
-{
-    pg_call([&] { AtEOXact_GUC(true, nest); });
-}
-
 }  // namespace
 
 void with_canonical_settings(const std::function<void()>& fn)
 {
-    const int nest = enter_canonical();
-    try {
-        fn();
-    } catch (...) {
-        leave_canonical(nest);
-        throw;
-    }
-    leave_canonical(nest);
+    with_settings(kCanonical, fn);
 }
 
 bool type_is_ordered(std::uint32_t type)
@@ -78,27 +57,29 @@ int compare_values(const TypedValue& a, const TypedValue& b)
 
 std::string canonical_text(const TypedValue& value)
 {
-    const int nest = enter_canonical();
-    const char* text = pg_call([&] {
-        Oid output = InvalidOid;
-        bool varlena = false;
-        getTypeOutputInfo(value.type, &output, &varlena);
-        return OidOutputFunctionCall(output, static_cast<Datum>(value.datum));
+    const char* text = nullptr;
+    with_canonical_settings([&] {
+        text = pg_call([&] {
+            Oid output = InvalidOid;
+            bool varlena = false;
+            getTypeOutputInfo(value.type, &output, &varlena);
+            return OidOutputFunctionCall(output, static_cast<Datum>(value.datum));
+        });
     });
-    leave_canonical(nest);
     return std::string(text);
 }
 
 TypedValue parse_canonical(const std::string& text, std::uint32_t type)
 {
-    const int nest = enter_canonical();
-    const Datum d = pg_call([&] {
-        Oid input = InvalidOid;
-        Oid ioparam = InvalidOid;
-        getTypeInputInfo(type, &input, &ioparam);
-        return OidInputFunctionCall(input, const_cast<char*>(text.c_str()), ioparam, -1);
+    Datum d = 0;
+    with_canonical_settings([&] {
+        d = pg_call([&] {
+            Oid input = InvalidOid;
+            Oid ioparam = InvalidOid;
+            getTypeInputInfo(type, &input, &ioparam);
+            return OidInputFunctionCall(input, const_cast<char*>(text.c_str()), ioparam, -1);
+        });
     });
-    leave_canonical(nest);
     TypedValue v;
     v.datum = static_cast<std::uintptr_t>(d);
     v.type = type;
