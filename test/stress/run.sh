@@ -504,6 +504,146 @@ SQL
     return $ok
 }
 
+# --- merge with delete_missing, by scope ---------------------------------------
+
+# 8 clients merge complete snapshots of one of 4 scopes (delete_missing with
+# delete_scope), each of a random size and value: a scope always holds
+# exactly its last committed snapshot, whatever ran beside it.
+s9() {
+    q <<'SQL' || return 1
+CREATE SCHEMA s9;
+CREATE TABLE s9.t (scope int, id int, v int NOT NULL, PRIMARY KEY (scope, id));
+-- Written in the merge's transaction: merges of one target commit one after
+-- another (the merge lock), so for one scope the id order is the commit order.
+CREATE TABLE s9.log (id bigserial PRIMARY KEY, scope int NOT NULL, n int NOT NULL, v int NOT NULL);
+SQL
+    script s9_snapshot <<'SQL'
+\set s random(1, 4)
+\set n random(1, 60)
+\set k random(1, 5)
+BEGIN;
+SELECT * FROM idem.merge_query('s9.t', $$SELECT :s AS scope, g AS id, :k AS v FROM generate_series(1, :n) g$$,
+                               '{scope,id}', delete_missing => true, delete_scope => 'scope = :s');
+INSERT INTO s9.log (scope, n, v) VALUES (:s, :n, :k);
+COMMIT;
+SQL
+    bench s9 "$(writers 8)" "$(per_client 8 40)" s9_snapshot.sql
+    local ok=0
+    bench_ok s9 || ok=1
+    check "each scope holds exactly its last snapshot" \
+        "SELECT bool_and(t.n = l.n AND t.vs = 1 AND t.v = l.v AND t.maxid = l.n)
+           FROM (SELECT scope, count(*) AS n, count(DISTINCT v) AS vs, min(v) AS v, max(id) AS maxid
+                   FROM s9.t GROUP BY scope) t
+           JOIN (SELECT DISTINCT ON (scope) scope, n, v FROM s9.log ORDER BY scope, id DESC) l USING (scope)" || ok=1
+    check "no scope without a snapshot, none missing" \
+        "SELECT (SELECT count(DISTINCT scope) FROM s9.t) = (SELECT count(DISTINCT scope) FROM s9.log)" || ok=1
+    return $ok
+}
+
+# --- leases and takeovers ----------------------------------------------------
+
+# 8 workers claim one of 30 keys with a 20 ms lease (a live lease is 55P03,
+# caught here and counted: another worker has it), save a recovery point
+# and, 3 times in 4, record the effect and complete the key in one
+# transaction; otherwise they abandon it, and the lease expires and is taken
+# over. Without fencing (issue 27) a stale worker may still complete a key:
+# the effect and the completion commit together, so whoever completes second
+# fails (55000, caught) and its effect rolls back. At most one effect per
+# key, and every done key has exactly its one.
+s10() {
+    q <<'SQL' || return 1
+CREATE SCHEMA s10;
+-- No unique key on purpose: a second effect must be possible, to be caught.
+CREATE TABLE s10.effects (k int NOT NULL);
+CREATE FUNCTION s10.claim(k int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN CASE WHEN idem.claim('k' || k, 's10', lease => '20 milliseconds') THEN 1 ELSE 0 END;
+EXCEPTION WHEN lock_not_available THEN
+  RETURN 0;  -- leased by another worker
+END $$;
+CREATE FUNCTION s10.work(k int, claimed int, finish boolean) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  IF claimed = 0 THEN
+    RETURN 'not mine';
+  END IF;
+  PERFORM idem.save_point('k' || k, 'page ' || k, 's10');
+  IF NOT finish THEN
+    RETURN 'abandoned';
+  END IF;
+  BEGIN
+    INSERT INTO s10.effects VALUES (k);
+    PERFORM idem.complete('k' || k, pg_catalog.jsonb_build_object('k', k), 's10');
+    RETURN 'completed';
+  EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RETURN 'completed by another';  -- the effect rolled back with the block
+  END;
+END $$;
+SQL
+    script s10_worker <<'SQL'
+\set k random(1, 30)
+\set f random(0, 3)
+SELECT s10.claim(:k) AS claimed \gset
+SELECT s10.work(:k, :claimed, :f > 0);
+SQL
+    bench s10 "$(writers 8)" "$(per_client 8 400)" s10_worker.sql
+    local ok=0
+    bench_ok s10 || ok=1
+    check "at most one effect per key" \
+        "SELECT coalesce(max(n), 0) <= 1 FROM (SELECT k, count(*) AS n FROM s10.effects GROUP BY k) e" || ok=1
+    check "every done key has its one effect and its result, and no other key has one" \
+        "SELECT (SELECT array_agg(k ORDER BY k) FROM s10.effects)
+              IS NOT DISTINCT FROM
+              (SELECT array_agg(substr(key, 2)::int ORDER BY substr(key, 2)::int) FROM idem.keys
+                WHERE scope = 's10' AND state = 'done' AND result = jsonb_build_object('k', substr(key, 2)::int))" || ok=1
+    note "s10: $(q -c "SELECT count(*) FROM s10.effects") keys completed of 30"
+    return $ok
+}
+
+# --- advance and the window ledger ----------------------------------------
+
+# 8 runners advance 3 jobs to random watermarks (moving back is 22023, caught
+# and counted) and mark random windows of 3 other jobs, each recording what it
+# did in its transaction: a job's watermark is the largest value any runner
+# committed, and its ledger holds exactly the windows marked.
+s11() {
+    q <<'SQL' || return 1
+CREATE SCHEMA s11;
+CREATE TABLE s11.advanced (j int NOT NULL, w bigint NOT NULL);
+CREATE TABLE s11.marked (j int NOT NULL, lo bigint NOT NULL);
+CREATE FUNCTION s11.advance(j int, w bigint) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM idem.advance('s11_job_' || j, w);
+  INSERT INTO s11.advanced VALUES (j, w);
+  RETURN 'advanced';
+EXCEPTION WHEN invalid_parameter_value THEN
+  RETURN 'behind';  -- never moves back
+END $$;
+SQL
+    script s11_advance <<'SQL'
+\set j random(1, 3)
+\set w random(1, 1000)
+SELECT s11.advance(:j, :w);
+SQL
+    script s11_mark <<'SQL'
+\set j random(1, 3)
+\set lo random(0, 199)
+BEGIN;
+SELECT idem.mark_window('s11_win_' || :j, (:lo * 10)::bigint, (:lo * 10 + 10)::bigint);
+INSERT INTO s11.marked VALUES (:j, :lo * 10);
+COMMIT;
+SQL
+    bench s11 "$(writers 8)" "$(per_client 8 400)" s11_advance.sql s11_mark.sql
+    local ok=0
+    bench_ok s11 || ok=1
+    check "each job's watermark is the largest value committed" \
+        "SELECT bool_and(idem.watermark('s11_job_' || j)::bigint = m) FROM (SELECT j, max(w) AS m FROM s11.advanced GROUP BY j) a" || ok=1
+    check "each ledger holds exactly the windows marked" \
+        "SELECT bool_and((SELECT array_agg(lo::bigint ORDER BY lo::bigint) FROM idem.windows('s11_win_' || j))
+                         = (SELECT array_agg(DISTINCT m.lo ORDER BY m.lo) FROM s11.marked m WHERE m.j = x.j))
+           FROM (SELECT DISTINCT j FROM s11.marked) x" || ok=1
+    return $ok
+}
+
 run_scenario overwrite_swap_random_days_with_readers s1
 run_scenario overwrite_swap_one_day_with_readers s2
 run_scenario overwrite_rewrite_random_days_with_readers s3
@@ -512,6 +652,9 @@ run_scenario merge_overlapping_batches s5
 run_scenario claim_claim_many_once s6
 run_scenario run_once_racing_runners s7
 run_scenario publish_rollback_with_readers s8
+run_scenario merge_delete_missing_by_scope s9
+run_scenario leases_and_takeovers s10
+run_scenario advance_and_window_ledger s11
 
 echo "1..$N"
 [ "$FAILED" -eq 0 ]

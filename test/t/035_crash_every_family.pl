@@ -214,7 +214,8 @@ sub crash
 	if ($how eq 'kill -9')
 	{
 		kill 'KILL', $pid or die "could not signal backend $pid";
-		$node->wait_for_log(qr/server process \(PID $pid\) was terminated by signal 9/, $offset);
+		# 15 says "server process", 18 the process's type ("client backend")
+		$node->wait_for_log(qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9/, $offset);
 		$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 		# psql has lost its server; do not wait on it
 		$_->{run}->kill_kill for @sessions;
@@ -238,11 +239,13 @@ sub crash_inside
 	my ($family, $job, $changes, $before, %c) = @_;
 	my $what = "$family, $c{point}" . ($c{where} ? " ($c{where})" : '') . ", $c{how}";
 	my @blockers;
+	my $blocker_pid;
 	if ($c{blocker})
 	{
 		# Another session holds a lock the job will wait for, in an open
 		# transaction; the crash ends it too.
-		my ($blocker) = open_session();
+		my $blocker;
+		($blocker, $blocker_pid) = open_session();
 		$blocker->query_safe("BEGIN;\n$c{blocker}");
 		push @blockers, $blocker;
 	}
@@ -263,9 +266,13 @@ sub crash_inside
 		# Only once the job's statement is the session's query: between
 		# "started" and the statement, psql's session is briefly idle in
 		# the transaction, which is not an early stop.
-		# A job also waits briefly to extend a relation on its way (a Lock
-		# wait too, on a loaded machine): that is not the pause.
-		my $paused = qq{query LIKE '$c{statement}' AND (wait_event = 'PgSleep' OR (wait_event_type = 'Lock' AND wait_event <> 'extend'))};
+		# With a blocker, the pause is a wait for the blocker itself: a job
+		# also waits briefly for other locks on its way (to extend a
+		# relation, on a loaded machine), which is not the pause.
+		my $waits = defined $blocker_pid
+		  ? "$blocker_pid = ANY (pg_blocking_pids(pid))"
+		  : q{wait_event_type = 'Lock'};
+		my $paused = qq{query LIKE '$c{statement}' AND (wait_event = 'PgSleep' OR $waits)};
 		$node->poll_query_until('crashdb',
 			"SELECT coalesce((SELECT $paused OR (query LIKE '$c{statement}' AND state <> 'active')"
 			  . " FROM pg_stat_activity WHERE pid = $pid), true)")
