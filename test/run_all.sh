@@ -98,6 +98,22 @@ count_regress_output() {  # file prefix
     done <"$1"
 }
 
+# count_tap_lines FILE SUITE RC COUNTED_BEFORE FAILED_BEFORE: each "ok N -
+# name" / "not ok N - name" line of a suite's log counts; a suite that
+# counted nothing, or exited non-zero with no failure counted, is a failure.
+count_tap_lines() {
+    local line
+    while IFS= read -r line; do
+        if [[ "$line" =~ ^(not\ )?ok\ [0-9]+\ -\ ([^[:space:]]+) ]]; then
+            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "$2/${BASH_REMATCH[2]}" ok
+            else note_result "$2/${BASH_REMATCH[2]}" fail; fi
+        fi
+    done <"$1"
+    if [ $((PASSED + FAILED)) -eq "$4" ] || { [ "$3" -ne 0 ] && [ "$FAILED" -eq "$5" ]; }; then
+        note_result "$2/runner" fail
+    fi
+}
+
 if wants unit; then
     echo "== unit (GoogleTest)"
     if bash test/unit/run.sh >"$RUN_DIR/unit.log" 2>&1; then :; fi
@@ -159,18 +175,10 @@ fi
 # of $PGBIN; bounded in transactions, about a minute. It prints "ok N -
 # scenario". run_stress_suite LABEL.
 run_stress_suite() {
-    local label=$1 counted_before=$((PASSED + FAILED)) failed_before=$FAILED rc line
+    local label=$1 counted_before=$((PASSED + FAILED)) failed_before=$FAILED rc
     PGBIN="$PGBIN" bash test/stress/run.sh 9>&- >"$RUN_DIR/$label.log" 2>&1
     rc=$?
-    while IFS= read -r line; do
-        if [[ "$line" =~ ^(not\ )?ok\ [0-9]+\ -\ ([^[:space:]]+) ]]; then
-            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "$label/${BASH_REMATCH[2]}" ok
-            else note_result "$label/${BASH_REMATCH[2]}" fail; fi
-        fi
-    done <"$RUN_DIR/$label.log"
-    if [ $((PASSED + FAILED)) -eq "$counted_before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq "$failed_before" ]; }; then
-        note_result "$label/runner" fail
-    fi
+    count_tap_lines "$RUN_DIR/$label.log" "$label" "$rc" "$counted_before" "$failed_before"
     grep -E "^(ok|not ok|#)" "$RUN_DIR/$label.log" | sed "s/^/   /"
 }
 
@@ -362,15 +370,7 @@ if wants15 sanitize; then
     SANITIZE_OUT="$RUN_DIR/sanitize" bash test/sanitize/run.sh 9>&- >"$RUN_DIR/sanitize.log" 2>&1
     rc=$?
     cat "$RUN_DIR/sanitize.log"
-    while IFS= read -r line; do
-        if [[ "$line" =~ ^(not\ )?ok\ [0-9]+\ -\ ([^[:space:]]+) ]]; then
-            if [ -z "${BASH_REMATCH[1]}" ]; then note_result "sanitize/${BASH_REMATCH[2]}" ok
-            else note_result "sanitize/${BASH_REMATCH[2]}" fail; fi
-        fi
-    done <"$RUN_DIR/sanitize.log"
-    if [ $((PASSED + FAILED)) -eq "$counted_before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq "$failed_before" ]; }; then
-        note_result sanitize/runner fail
-    fi
+    count_tap_lines "$RUN_DIR/sanitize.log" sanitize "$rc" "$counted_before" "$failed_before"
 fi
 
 [ "$FAILED" -eq 0 ]
