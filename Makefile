@@ -35,7 +35,13 @@ PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -fvisibility=hidden -MMD -MP
 SHLIB_LINK += -lstdc++
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+# The majors src/pg/compat.hpp knows (tested here: 15 and 18).
+PG_MAJORS_SUPPORTED = 15 16 17 18
 ifneq ($(PGXS),)
+PG_MAJOR := $(shell $(PG_CONFIG) --version | sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p')
+ifeq ($(filter $(PG_MAJOR),$(PG_MAJORS_SUPPORTED)),)
+$(error pg_idempotent builds against PostgreSQL $(PG_MAJORS_SUPPORTED); $(PG_CONFIG) is PostgreSQL $(PG_MAJOR))
+endif
 include $(PGXS)
 # PostgreSQL's headers trip C++17 warnings (register): read them as system
 # headers. The JIT bitcode rule ignores PG_CXXFLAGS and needs the language.
@@ -43,7 +49,7 @@ override CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I$(includedir_server)%,
 COMPILE.cxx.bc += -std=c++17 -Wno-register -I$(CURDIR)/src
 else
 all install installcheck:
-	@echo "PostgreSQL 15 development files are missing: run 'make test' as root, or install postgresql-server-dev-15." >&2; exit 2
+	@echo "pg_config was not found: run 'make test' as root, install postgresql-server-dev-15, or pass PG_CONFIG=<the pg_config of PostgreSQL $(PG_MAJORS_SUPPORTED)>." >&2; exit 2
 endif
 
 # The command line tool (libpq), built and installed beside the module.
