@@ -46,4 +46,11 @@ ALTER TABLE nn18_stage ALTER COLUMN n SET NOT NULL;
 SELECT idem.swap_partition('nn18_0707', 'nn18_stage') AS swapped;
 SELECT count(*) AS rows_swapped_in FROM nn18;
 
+-- RETURNING OLD and NEW: caller SQL that returns rows (checksum_query takes
+-- a data-modifying statement with RETURNING) may return both images; the
+-- extension's own statements do not use them.
+SELECT idem.checksum_query('UPDATE u18 SET v = ''z'' RETURNING old.v, new.v')
+       = idem.checksum_query('SELECT ''y'', ''z''') AS old_and_new;
+SELECT v FROM u18;
+
 DROP TABLE g18, gp18, u18, nn18;
