@@ -12,28 +12,36 @@
 ALTER TABLE idem.usage_grants ADD COLUMN kind text;
 
 -- An old grant of a scope keeps exactly what it gave: the keys and the job of
--- that name, and the dataset when the name reads as schema.view.
-CREATE FUNCTION idem._dataset_scope(name text) RETURNS text
+-- that name, and the dataset when the name reads as schema.view. 0.6.0
+-- matched a dataset grant against schema || '.' || view as written, so an old
+-- name is split at its one dot, without the parser's case folding ("legacy");
+-- a new one is read as the parser reads it.
+CREATE FUNCTION idem._dataset_scope(name text, legacy boolean DEFAULT false) RETURNS text
   LANGUAGE plpgsql IMMUTABLE STRICT
   SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
   parts text[];
 BEGIN
-  BEGIN
-    parts := pg_catalog.parse_ident(name);
-  EXCEPTION WHEN OTHERS THEN
-    RETURN NULL;
-  END;
-  IF pg_catalog.array_length(parts, 1) OPERATOR(pg_catalog.<>) 2 THEN
+  IF legacy THEN
+    parts := pg_catalog.string_to_array(name, '.');
+  ELSE
+    BEGIN
+      parts := pg_catalog.parse_ident(name);
+    EXCEPTION WHEN OTHERS THEN
+      RETURN NULL;
+    END;
+  END IF;
+  IF pg_catalog.array_length(parts, 1) OPERATOR(pg_catalog.<>) 2
+     OR parts[1] OPERATOR(pg_catalog.=) '' OR parts[2] OPERATOR(pg_catalog.=) '' THEN
     RETURN NULL;
   END IF;
   RETURN pg_catalog.quote_ident(parts[1]) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||)
          pg_catalog.quote_ident(parts[2]);
 END
 $$;
-COMMENT ON FUNCTION idem._dataset_scope(text) IS
-  'Internal: a dataset name (schema.view, quoted as the parser reads it) as grants store it: "schema"."view" quoted only where needed; NULL when it is not two names';
+COMMENT ON FUNCTION idem._dataset_scope(text, boolean) IS
+  'Internal: a dataset name (schema.view, read as the parser reads it, or split at its one dot as 0.6.0 matched it) as grants store it: "schema"."view" quoted only where needed; NULL when it is not two names';
 
 DROP INDEX idem.usage_grants_role_scope;
 INSERT INTO idem.usage_grants (role, scope, kind, granted_at)
@@ -41,9 +49,9 @@ SELECT g.role, g.scope, k.kind, g.granted_at
   FROM idem.usage_grants g CROSS JOIN (VALUES ('keys'), ('checkpoints')) AS k(kind)
  WHERE g.scope IS NOT NULL
 UNION ALL
-SELECT g.role, idem._dataset_scope(g.scope), 'dataset', g.granted_at
+SELECT g.role, idem._dataset_scope(g.scope, true), 'dataset', g.granted_at
   FROM idem.usage_grants g
- WHERE g.scope IS NOT NULL AND idem._dataset_scope(g.scope) IS NOT NULL;
+ WHERE g.scope IS NOT NULL AND idem._dataset_scope(g.scope, true) IS NOT NULL;
 DELETE FROM idem.usage_grants g WHERE g.scope IS NOT NULL AND g.kind IS NULL;
 CREATE UNIQUE INDEX usage_grants_role_kind_scope
   ON idem.usage_grants (role, (COALESCE(kind, '')), (COALESCE(scope, '')));
@@ -77,9 +85,11 @@ BEGIN
     USING HINT = 'Name what you grant: idem.grant_usage(role, scope, ''keys''), (role, job, ''checkpoints'') or (role, ''schema.view'', ''dataset'').';
   PERFORM idem.grant_usage(grant_usage.role, grant_usage.scope, k)
      FROM (VALUES ('keys'), ('checkpoints')) AS v(k);
-  IF idem._dataset_scope(scope) IS NOT NULL THEN
-    PERFORM idem.grant_usage(grant_usage.role, grant_usage.scope, 'dataset');
-  END IF;
+  -- A dataset as 0.6.0 named it: schema.view as written.
+  INSERT INTO idem.usage_grants (role, scope, kind)
+  SELECT grant_usage.role, idem._dataset_scope(grant_usage.scope, true), 'dataset'
+   WHERE idem._dataset_scope(grant_usage.scope, true) IS NOT NULL
+  ON CONFLICT DO NOTHING;
 END
 $$;
 COMMENT ON FUNCTION idem.grant_usage(regrole, text) IS
@@ -132,7 +142,7 @@ BEGIN
      AND (CASE WHEN revoke_usage.scope IS NULL THEN g.scope IS NULL
                ELSE g.scope OPERATOR(pg_catalog.=) revoke_usage.scope
                     OR (g.kind OPERATOR(pg_catalog.=) 'dataset'
-                        AND g.scope OPERATOR(pg_catalog.=) idem._dataset_scope(revoke_usage.scope)) END);
+                        AND g.scope OPERATOR(pg_catalog.=) idem._dataset_scope(revoke_usage.scope, true)) END);
 END
 $$;
 COMMENT ON FUNCTION idem.revoke_usage(regrole, text) IS

@@ -187,6 +187,40 @@ SET ROLE sec_reader;
 SELECT show_error($$SELECT * FROM idem.diff('sec_secret', 'sec_flat')$$);
 RESET ROLE;
 
+-- Found in review (0.7.0): merge checks the caller's privileges before it
+-- takes the target's merge lock, so a role that may not write the table
+-- cannot hold the lock (and make the owner's merges wait).
+CREATE TABLE sec_keyed (id int PRIMARY KEY, n int);
+GRANT SELECT ON sec_keyed TO sec_reader;
+SET ROLE sec_reader;
+BEGIN;
+SELECT show_error($$SELECT * FROM idem.merge_query('sec_keyed', 'SELECT 1 AS id, 1 AS n')$$);
+SELECT count(*) AS unit_locks_held FROM pg_locks l
+ WHERE l.classid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent') AND l.pid = pg_backend_pid();
+ROLLBACK;
+RESET ROLE;
+-- Tombstones cover the whole table: with row-level security, a role allowed
+-- some rows may neither plant, read nor purge them (only the owner may).
+CREATE TABLE sec_tenants (tenant text, id int PRIMARY KEY, ver int, gone boolean DEFAULT false);
+ALTER TABLE sec_tenants ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_tenant ON sec_tenants TO sec_reader USING (tenant = 'a');
+GRANT SELECT, INSERT, UPDATE, DELETE ON sec_tenants TO sec_reader;
+SET ROLE sec_reader;
+SELECT show_error($$SELECT idem._tombstones_put('sec_tenants', ARRAY[idem._row_digest(ROW(42))], ARRAY['[42]'::jsonb], ARRAY['999'])$$);
+SELECT show_error($$SELECT count(*) FROM idem._tombstones('sec_tenants'::regclass)$$);
+SELECT show_error($$SELECT idem.purge_tombstones('sec_tenants', '0 seconds')$$);
+RESET ROLE;
+-- Column privileges do not reach them either.
+REVOKE ALL ON sec_tenants FROM sec_reader;
+ALTER TABLE sec_tenants DISABLE ROW LEVEL SECURITY;
+GRANT SELECT (id) ON sec_tenants TO sec_reader;
+SET ROLE sec_reader;
+SELECT show_error($$SELECT count(*) FROM idem._tombstones('sec_tenants'::regclass)$$);
+RESET ROLE;
+-- An anonymous record cannot be a job's type: it could never be read back.
+SELECT show_error($$SELECT idem.mark_window('sec_record', ROW(1, 'x'), ROW(2, 'y'))$$);
+DROP TABLE sec_tenants, sec_keyed;
+
 -- Clean up.
 SELECT idem.revoke_usage('sec_etl', 'sec_etl.report', 'dataset');
 SELECT idem.revoke_usage('sec_etl', 'sec_shared.payroll', 'dataset');

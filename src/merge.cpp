@@ -8,6 +8,7 @@
 #include "history.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
+#include "pg/identity.hpp"
 #include "pg/spi.hpp"
 #include "pg/unit_lock.hpp"
 
@@ -294,8 +295,20 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     // them in orders that cross, and one would fail with a deadlock. A merge
     // that waited here sees what the first one committed: a rerun finds
     // nothing to do. The lock is the extension's own (pg/unit_lock.hpp).
-    if (!options.dry_run)
+    if (!options.dry_run) {
+        // The privileges the statement needs, before the lock: a role that
+        // may not write the target cannot queue on it (nor hold it).
+        const bool deletes = options.delete_missing || options.delete_column.has_value();
+        if (deletes)
+            pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                                      pg::TablePrivilege::kUpdate, pg::TablePrivilege::kDelete},
+                                         "idem.merge");
+        else
+            pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                                      pg::TablePrivilege::kUpdate},
+                                         "idem.merge");
         pg::lock_unit(pg::UnitLockSpace::kMergeTarget, target_oid, pg::UnitLockMode::kExclusive);
+    }
     // delete_missing: serialized with every other writer of the target.
     if (options.delete_missing && !options.dry_run)
         spi.execute("LOCK TABLE " + target.qualified + " IN SHARE ROW EXCLUSIVE MODE");

@@ -489,6 +489,9 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     pg::require_table_privileges(parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
                                               pg::TablePrivilege::kDelete},
                                  "overwrite_partition");
+    // A swap needs ownership: checked before the lock a swap holds alone.
+    if (mode == "swap")
+        check_ownership(spi, {parent_oid});
     // The first lock, before any relation is read (partitions.hpp): a swap
     // holds it alone, rewrites share it.
     lock_partitioned_table_unit(spi, parent_oid, mode == "swap", lock_timeout, "\"" + parent.display + "\"");

@@ -107,11 +107,7 @@ void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool
 void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
                          const std::optional<std::string>& lock_timeout, const std::string& what)
 {
-    auto h = spi.query("SELECT pg_catalog.hashtext($1)::pg_catalog.text",
-                       {Param::of_text(std::to_string(partition.parent) + " " + partition.bound)});
-    lock_unit(spi, pg::UnitLockSpace::kPartition,
-              static_cast<std::uint32_t>(std::stol(h.rows.at(0).at(0).value_or("0"))), pg::UnitLockMode::kExclusive,
-              lock_timeout, what);
+    lock_unit(spi, pg::UnitLockSpace::kPartition, partition.rel.oid, pg::UnitLockMode::kExclusive, lock_timeout, what);
 }
 
 }  // namespace pg_idempotent

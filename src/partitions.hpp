@@ -52,9 +52,10 @@ void lock_table_unit(pg::SpiSession& spi, std::uint32_t table, const std::option
                      const std::string& what);
 void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool exclusive,
                                  const std::optional<std::string>& lock_timeout, const std::string& what);
-// The unit of a partition is its parent and bound, not its OID: a swap gives
-// the partition a new OID, and a concurrent overwrite that waited must queue
-// on the same lock as the one that swapped.
+// The partition's lock is keyed by its OID, a key no other table has: a swap,
+// which gives the partition a new OID, holds the partitioned table's lock
+// alone, so no rewrite holds or waits for a partition lock meanwhile, and a
+// rewrite that waited for the swap finds the new partition before it locks.
 void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
                          const std::optional<std::string>& lock_timeout, const std::string& what);
 

@@ -152,18 +152,20 @@ std::optional<ExistingView> existing_view(pg::SpiSession& spi, const Dataset& d)
 // A view that holds the dataset's name but that neither publish made nor a
 // DBA adopted may belong to anyone with CREATE on the schema: publishing into
 // it would hand the version table, and what readers see, to that role.
-void require_own_view(pg::SpiSession& spi, const Dataset& d, const State& state)
+// Returns the view's OID when there is one (the dataset's), nullopt when
+// publish is to create it.
+std::optional<std::uint32_t> require_own_view(pg::SpiSession& spi, const Dataset& d, const State& state)
 {
     const auto view = existing_view(spi, d);
     if (!view)
-        return;  // publish creates it
-    if (!has_registry())
-        return;  // 0.6.0's SQL objects: nothing recorded to compare with
+        return std::nullopt;  // publish creates it
     if (view->kind != 'v')
         throw UserError(sqlstate::kWrongObjectType, "\"" + d.display + "\" exists and is not a view",
                         "A dataset is the view readers query; publish creates and replaces it.");
+    if (!has_registry())
+        return view->oid;  // 0.6.0's SQL objects: nothing recorded to compare with
     if (state.view && *state.view == view->oid)
-        return;
+        return view->oid;
     throw UserError(sqlstate::kDuplicateTable, "view \"" + d.display + "\" exists and was not created by idem.publish",
                     "Publishing into it would make role \"" + pg::role_name(view->owner) +
                         "\", its owner, the owner of what its readers see.",
@@ -174,6 +176,32 @@ void require_own_view(pg::SpiSession& spi, const Dataset& d, const State& state)
 // Points the view at a version table: the only change readers ever see.
 // CREATE OR REPLACE VIEW keeps the view's OID, grants, comments and the
 // views that depend on it; it takes the view's ACCESS EXCLUSIVE lock.
+// The view must still be the dataset's after the flip: CREATE OR REPLACE
+// replaces a view that another role created meanwhile (after require_own_view
+// looked, while the version was built) and leaves that role its owner, who
+// would then define what readers see. Checked in the flip's transaction, so
+// the whole publish rolls back.
+void require_view_kept(pg::SpiSession& spi, const Dataset& d, std::optional<std::uint32_t> before,
+                       std::optional<std::uint32_t> owner)
+{
+    if (!has_registry())
+        return;
+    const auto view = existing_view(spi, d);
+    // The view looked at before (CREATE OR REPLACE keeps its OID), or, when
+    // there was none, one this publish created: its owner is the registered
+    // owner (publish hands it over); another role's is not.
+    const bool same_view = view && (!before || *before == view->oid);
+    if (same_view && (!owner || view->owner == *owner))
+        return;
+    throw UserError(sqlstate::kDuplicateTable,
+                    "view \"" + d.display + "\" was created by another role while the version was built",
+                    view ? "It belongs to role \"" + pg::role_name(view->owner) + "\"" +
+                               (owner ? ", not to the dataset's registered owner \"" + pg::role_name(*owner) + "\"." : ".")
+                         : std::string(),
+                    "Nothing was published. Drop that view, or let its owner adopt it: SELECT idem.adopt(" +
+                        pg::quote_literal(d.qualified) + ").");
+}
+
 void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
           const std::optional<std::string>& lock_timeout)
 {
@@ -359,7 +387,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // A concurrent publish of the same content may have won the lock first.
     if (auto same = same_as_current())
         return unchanged(*same);
-    require_own_view(spi, d, state);
+    const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
     const std::uint32_t owner = registered_owner(spi, d, state);
 
     // A new immutable version table, built as the caller.
@@ -400,6 +428,13 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     }
 
     flip(spi, d, table_oid, lock_timeout);
+    // A view this publish created (a member of the registered owner's role
+    // publishing after the view was dropped) goes to the registered owner, as
+    // the version tables do.
+    if (const auto view = existing_view(spi, d);
+        view && view->owner == pg::current_user_id() && owner != pg::current_user_id())
+        spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
+    require_view_kept(spi, d, view_before, owner);
     pg::as_extension_owner([&] {
         spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
                         " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
@@ -421,7 +456,7 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     const State state = lock_state(spi, d);
-    require_own_view(spi, d, state);
+    const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
     const auto all = load_versions(spi, d);
     std::optional<Version> target;
     for (const auto& v : all) {
@@ -441,6 +476,7 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
     const bool flipped = !state.current || target->number != *state.current;
     if (flipped) {
         flip(spi, d, target->relation, lock_timeout);
+        require_view_kept(spi, d, view_before, state.owner);
         set_current(spi, d, target->number, std::nullopt);
     }
     record_publish(spi, clock, "rollback", d, target->number, flipped ? "rolled back" : "unchanged", target->row_count,

@@ -85,20 +85,6 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
 
 // The caller must own what ALTER TABLE ... DETACH / ATTACH touch: the parent,
 // the partition and the staging table.
-void check_ownership(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
-{
-    auto r = spi.query(
-        "SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_class c"
-        " WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])"
-        " AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY c.oid",
-        {Param::of_text("{" + std::to_string(part.parent) + "," + std::to_string(part.rel.oid) + "," +
-                        std::to_string(staging.oid) + "}")});
-    if (!r.rows.empty())
-        throw UserError(sqlstate::kInsufficientPrivilege, "must be owner of table " + cell(r),
-                        "swap_partition runs as the caller, and detaching and attaching partitions needs ownership.",
-                        "Run it as the owner of the partitioned table, the partition and the staging table (or a member of the owning role).");
-}
-
 // A foreign key that references the partitioned table (or this partition):
 // DETACH refuses while referenced rows live in the partition, and the swap
 // would leave the references pointing at a detached table. Rewrite mode is
@@ -570,12 +556,29 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
 
 }  // namespace
 
+void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& relations)
+{
+    std::string oids;
+    for (const std::uint32_t oid : relations)
+        oids += (oids.empty() ? "" : ",") + std::to_string(oid);
+    auto r = spi.query(
+        "SELECT c.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_class c"
+        " WHERE c.oid OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.oid[])"
+        " AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY c.oid",
+        {Param::of_text("{" + oids + "}")});
+    if (!r.rows.empty())
+        throw UserError(sqlstate::kInsufficientPrivilege, "must be owner of table " + cell(r),
+                        "swap_partition runs as the caller, and detaching and attaching partitions needs ownership.",
+                        "Run it as the owner of the partitioned table, the partition and the staging table (or a member of the owning role).");
+}
+
+
 std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_t staging_oid, bool keep_old,
                         const std::optional<std::string>& lock_timeout, const std::string& rows_are)
 {
     const pg::Relation staging = pg::describe_relation(staging_oid);
     check_shapes(spi, part, staging);
-    check_ownership(spi, part, staging);
+    check_ownership(spi, {part.parent, part.rel.oid, staging.oid});
     check_not_referenced(spi, part);
     if (staging.schema != part.rel.schema) {
         auto clash = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.text",
@@ -643,6 +646,8 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
     }
     const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row)));
+    // Ownership before the lock: a role that may not swap cannot queue on it.
+    check_ownership(spi, {parent, partition_oid, staging_oid});
     lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent).display + "\"");
     // The partition by its name now: a swap that held the lock first has
     // replaced the one named by a new table of the same name, and that is the

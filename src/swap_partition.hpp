@@ -5,11 +5,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "partitions.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
+
+// UserError 42501 unless the caller owns (or is a member of the owner of)
+// every relation given: what a swap needs, checked before any lock.
+void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& relations);
 
 // The SQL function: returns the new partition (the staging table's OID).
 std::uint32_t swap_partition(std::uint32_t partition, std::uint32_t staging, bool keep_old,

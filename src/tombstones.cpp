@@ -10,7 +10,7 @@ using pg::Param;
 
 void tombstones(FunctionCallInfoBaseData* fcinfo, std::uint32_t target)
 {
-    pg::require_table_privileges(target, {pg::TablePrivilege::kSelect}, "reading the tombstones of a table");
+    pg::require_whole_table_privilege(target, pg::TablePrivilege::kSelect, "reading the tombstones of a table");
     pg::SpiSession spi;
     pg::as_extension_owner([&] {
         spi.return_rows(fcinfo,
@@ -24,7 +24,7 @@ void tombstones(FunctionCallInfoBaseData* fcinfo, std::uint32_t target)
 std::int64_t put_tombstones(std::uint32_t target, const pg::TypedValue& key_digests, const pg::TypedValue& key_data,
                             const pg::TypedValue& versions)
 {
-    pg::require_table_privileges(target, {pg::TablePrivilege::kDelete}, "recording the tombstones of a table");
+    pg::require_whole_table_privilege(target, pg::TablePrivilege::kDelete, "recording the tombstones of a table");
     if (key_digests.is_null)
         return 0;
     pg::SpiSession spi;
@@ -47,7 +47,7 @@ std::int64_t put_tombstones(std::uint32_t target, const pg::TypedValue& key_dige
 
 std::int64_t purge_tombstones(std::uint32_t target, const std::string& older_than)
 {
-    pg::require_table_privileges(target, {pg::TablePrivilege::kDelete}, "purging the tombstones of a table");
+    pg::require_whole_table_privilege(target, pg::TablePrivilege::kDelete, "purging the tombstones of a table");
     pg::SpiSession spi;
     std::uint64_t deleted = 0;
     pg::as_extension_owner([&] {

@@ -6,12 +6,14 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "utils/resowner.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 }
 
 namespace pg_idempotent::pg {
@@ -62,10 +64,11 @@ void require_table_privileges(std::uint32_t relation, std::initializer_list<Tabl
             name = "DELETE";
             break;
         }
-        // SELECT on some columns will do: the statement checks each column it reads.
+        // The privilege on some columns will do (there are no column DELETE
+        // privileges): the statement checks each column it reads or writes.
         const bool ok = pg_call([&] {
             return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK ||
-                   (mode == ACL_SELECT &&
+                   (mode != ACL_DELETE &&
                     pg_attribute_aclcheck_all(relation, GetUserId(), mode, ACLMASK_ANY) == ACLCHECK_OK);
         });
         if (!ok) {
@@ -76,6 +79,47 @@ void require_table_privileges(std::uint32_t relation, std::initializer_list<Tabl
                             "Ask its owner to GRANT " + std::string(name) + " on it to role \"" +
                                 current_user_name() + "\".");
         }
+    }
+}
+
+void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privilege, const std::string& why)
+{
+    bool row_security = false;
+    const Oid owner = pg_call([&] {
+        HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
+        if (!HeapTupleIsValid(tup))
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                            errmsg("relation with OID %u does not exist", relation)));
+        auto* form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+        row_security = form->relrowsecurity;
+        const Oid o = form->relowner;
+        ReleaseSysCache(tup);
+        return o;
+    });
+    if (current_user_has_privileges_of(owner))
+        return;
+    if (row_security) {
+        const char* rel = pg_call([&] { return get_rel_name(relation); });
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                        std::string(why) + " covers every row of the table, and row-level security lets role \"" +
+                            current_user_name() + "\" see only some of them.",
+                        "Run it as the table's owner.");
+    }
+    const AclMode mode = privilege == TablePrivilege::kSelect   ? ACL_SELECT
+                         : privilege == TablePrivilege::kInsert ? ACL_INSERT
+                         : privilege == TablePrivilege::kUpdate ? ACL_UPDATE
+                                                                : ACL_DELETE;
+    const char* name = privilege == TablePrivilege::kSelect   ? "SELECT"
+                       : privilege == TablePrivilege::kInsert ? "INSERT"
+                       : privilege == TablePrivilege::kUpdate ? "UPDATE"
+                                                              : "DELETE";
+    if (!pg_call([&] { return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK; })) {
+        const char* rel = pg_call([&] { return get_rel_name(relation); });
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                        std::string(why) + " needs the " + name + " privilege on the whole table.",
+                        "Ask its owner to GRANT " + std::string(name) + " on it to role \"" + current_user_name() + "\".");
     }
 }
 

@@ -33,6 +33,11 @@ enum class TablePrivilege { kSelect, kInsert, kUpdate, kDelete };
 // every privilege given on the relation; why says what needed them.
 void require_table_privileges(std::uint32_t relation, std::initializer_list<TablePrivilege> privileges,
                               const std::string& why);
+// The same for state that covers a whole table (its tombstones): the owner
+// (or a member of the owning role) passes; anyone else needs the privilege
+// on the table itself, not on some columns, and the table must not have
+// row-level security, which would give them only some of its rows.
+void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privilege, const std::string& why);
 
 // Runs fn as the owner of schema idem (SECURITY_LOCAL_USERID_CHANGE) with
 // search_path pinned to pg_catalog, pg_temp, as a SECURITY DEFINER function

@@ -17,7 +17,7 @@ namespace pg_idempotent::pg {
 
 enum class UnitLockSpace : std::uint16_t {
     kTable = 1,             // key: the table's OID (replace_where)
-    kPartition = 2,         // key: a hash of the parent's OID and the bound
+    kPartition = 2,         // key: the partition's OID
     kPartitionedTable = 3,  // key: the parent's OID (shared: rewrites; exclusive: swaps)
     kMergeTarget = 4,       // key: the merge target's OID
 };

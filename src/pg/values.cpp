@@ -105,14 +105,23 @@ std::uint32_t base_type(std::uint32_t type)
 std::uint32_t trusted_state_type(std::uint32_t type)
 {
     const Oid base = base_type(type);
+    char kind = '\0';
     const Oid owner = pg_call([&] {
         HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(base));
         if (!HeapTupleIsValid(tup))
             elog(ERROR, "cache lookup failed for type %u", base);
-        const Oid o = reinterpret_cast<Form_pg_type>(GETSTRUCT(tup))->typowner;
+        const auto* form = reinterpret_cast<Form_pg_type>(GETSTRUCT(tup));
+        kind = form->typtype;
+        const Oid o = form->typowner;
         ReleaseSysCache(tup);
         return o;
     });
+    // An anonymous record (or an array of them) has no input function: a
+    // value stored as one could never be read back, by anyone.
+    if (kind == TYPTYPE_PSEUDO)
+        throw UserError(sqlstate::kDatatypeMismatch, "a value of type " + type_display(base) + " cannot be kept",
+                        "It has no input function to read the stored text back.",
+                        "Cast it to a named type.");
     if (!pg_call([&] { return superuser_arg(owner); })) {
         const char* name = pg_call([&] { return GetUserNameFromId(owner, true); });
         const std::string role = name != nullptr ? name : std::to_string(owner);
