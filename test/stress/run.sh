@@ -561,21 +561,25 @@ BEGIN
 EXCEPTION WHEN lock_not_available THEN
   RETURN 0;  -- leased by another worker
 END $$;
+-- The lease is 20 ms: by the time a worker saves its point or completes,
+-- another may have taken the key over and completed it (55000 "not in
+-- progress" or "already complete"): the worker lost its lease, and what it
+-- wrote in this block rolls back with the error.
 CREATE FUNCTION s10.work(k int, claimed int, finish boolean) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
   IF claimed = 0 THEN
     RETURN 'not mine';
   END IF;
-  PERFORM idem.save_point('k' || k, 'page ' || k, 's10');
-  IF NOT finish THEN
-    RETURN 'abandoned';
-  END IF;
   BEGIN
+    PERFORM idem.save_point('k' || k, 'page ' || k, 's10');
+    IF NOT finish THEN
+      RETURN 'abandoned';
+    END IF;
     INSERT INTO s10.effects VALUES (k);
     PERFORM idem.complete('k' || k, pg_catalog.jsonb_build_object('k', k), 's10');
     RETURN 'completed';
   EXCEPTION WHEN object_not_in_prerequisite_state THEN
-    RETURN 'completed by another';  -- the effect rolled back with the block
+    RETURN 'lost the lease';
   END;
 END $$;
 SQL
