@@ -635,17 +635,19 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     // The parent from pg_inherits alone: describing the partition deparses
     // its bound, which locks the parent, and no relation may be locked
     // before the serializing lock (partitions.hpp).
-    auto parent_row = spi.query("SELECT i.inhparent::pg_catalog.text FROM pg_catalog.pg_inherits i"
-                                " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-                                " WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition",
+    // Whether the table still exists comes from the same snapshot as its
+    // parent (the relation cache may not have seen the drop yet).
+    auto parent_row = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)::pg_catalog.text,"
+                                " (SELECT i.inhparent::pg_catalog.text FROM pg_catalog.pg_inherits i"
+                                "  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
+                                "  WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition)",
                                 {Param::of_oid(partition_oid)});
-    if (parent_row.rows.empty()) {
-        if (!pg::relation_exists(partition_oid))
-            throw replaced_meanwhile();
+    if (cell(parent_row, 0, 0) != "true")
+        throw replaced_meanwhile();
+    if (cell(parent_row, 0, 1).empty())
         throw UserError(sqlstate::kWrongObjectType, "\"" + given->display + "\" is not a partition",
                         {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
-    }
-    const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row)));
+    const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row, 0, 1)));
     // Ownership before the lock: a role that may not swap cannot queue on it.
     check_ownership(spi, {parent, partition_oid, staging_oid});
     lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent).display + "\"");

@@ -97,11 +97,6 @@ bool column_exists(const std::string& schema, const std::string& table, const st
     });
 }
 
-bool relation_exists(std::uint32_t oid)
-{
-    return pg_call([&] { return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(oid)); });
-}
-
 Relation describe_relation(std::uint32_t oid)
 {
     Relation rel;

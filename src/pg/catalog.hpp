@@ -98,9 +98,6 @@ core::MergeColumn assignment_target(const Column& column);
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
 bool relation_exists(const std::string& schema, const std::string& name);
 
-// Whether a relation with this OID exists (a syscache look-up, no lock).
-bool relation_exists(std::uint32_t oid);
-
 // Whether schema.table exists and has a live column of that name.
 bool column_exists(const std::string& schema, const std::string& table, const std::string& column);
 
