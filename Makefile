@@ -12,13 +12,15 @@ EXTENSION = pg_idempotent
 MODULE_big = pg_idempotent
 EXTVERSION = 0.7.0
 
-CORE_OBJS = src/core/digest.o src/core/md5.o src/core/row_image.o src/core/row_sample.o src/core/sql_text.o src/core/merge_sql.o
-PG_OBJS = src/pg/guard.o src/pg/spi.o src/pg/catalog.o src/pg/args.o \
-          src/pg/row_digest_receiver.o src/pg/identity.o src/pg/values.o src/pg/settings.o src/pg/key_row.o \
-          src/pg/digest_aggregate.o src/pg/stamp_scan.o src/pg/unit_lock.o
-FEATURE_OBJS = src/checksum.o src/boundary_probe.o src/merge.o src/keys.o src/usage.o src/checkpoint.o src/rerun.o src/publish.o src/overwrite.o \
-               src/partitions.o src/swap_partition.o src/history.o src/written_units.o src/tombstones.o
-OBJS = src/pg_idempotent.o $(PG_OBJS) $(FEATURE_OBJS) $(CORE_OBJS)
+# One folder per family (merge, overwrite, keys, checkpoints, publish, proof),
+# common/ for what families share, pg/ the boundary to PostgreSQL, pg_native/
+# the feature code written against PostgreSQL's executor and access methods,
+# core/ pure C++ (docs/code-layout.md). PURE_SRCS include no PostgreSQL
+# header: the unit tests compile them without PostgreSQL's include path, so
+# a PostgreSQL header creeping into one fails that build.
+PURE_SRCS = $(sort $(wildcard src/core/*.cpp)) src/merge/merge_sql.cpp src/overwrite/row_sample.cpp
+MODULE_SRCS = $(sort $(wildcard src/*.cpp src/*/*.cpp))
+OBJS = $(MODULE_SRCS:.cpp=.o)
 
 # 0.1.0 is the released install script and stays as it shipped; each later
 # version is an upgrade script, and CREATE EXTENSION runs the chain.
@@ -81,6 +83,10 @@ bench:
 	bash bench/run.sh
 unit:
 	bash test/unit/run.sh
+# test/unit/run.sh and CMakeLists.txt read the pure sources from here.
+.PHONY: print-pure-srcs
+print-pure-srcs:
+	@echo $(PURE_SRCS)
 # Builds a copy of the tree and installs it into a private copy of
 # PostgreSQL's installation, never over the installed module
 # (test/sanitize/run.sh); make test runs it too.

@@ -91,7 +91,7 @@ SELECT show_error('SELECT idem._digest_sample_agg_final(NULL::internal)');
 SELECT show_error('SELECT idem._digest_sample_agg_deserialize(''\x00''::bytea, NULL)');
 
 -- idem._digest_sample_agg (0.6.0): the same digest, a space, and a sample of
--- the same rows' hashes (src/core/row_sample.hpp), which overwrite_partition
+-- the same rows' hashes (src/overwrite/row_sample.hpp), which overwrite_partition
 -- keeps with the query's preimage. In one process, with workers, and from
 -- the workers alone (each samples its share, the leader merges): the digest
 -- is the checksum, and the sample holds exactly the rows of its bucket (the

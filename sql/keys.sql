@@ -187,7 +187,7 @@ SELECT count(*) AS bad_sql_claimed FROM idem.key_status('bad_sql');
 -- inside the 39th 'é'), so the message stays valid UTF-8.
 SELECT show_error($$SELECT idem.complete(repeat('é', 100))$$);
 
--- claim writes its row without SPI where it can (src/pg/key_row.hpp): the
+-- claim writes its row without SPI where it can (src/pg_native/key_row_insert.hpp): the
 -- row is the one the SQL path writes, key_hash = md5(key)::uuid (multi-byte
 -- keys too), and the SQL functions find it.
 BEGIN;

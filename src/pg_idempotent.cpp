@@ -1,20 +1,20 @@
 // PG_MODULE_MAGIC and the extern "C" entry shims: each reads its arguments
 // into plain C++ values and calls the feature through cpp_entry, the one
 // guard between PostgreSQL's longjmp errors and C++ exceptions.
-#include "boundary_probe.hpp"
-#include "checkpoint.hpp"
-#include "checksum.hpp"
-#include "history.hpp"
-#include "keys.hpp"
-#include "merge.hpp"
-#include "overwrite.hpp"
-#include "publish.hpp"
-#include "rerun.hpp"
-#include "swap_partition.hpp"
-#include "tombstones.hpp"
+#include "pg/guard_probe.hpp"
+#include "checkpoints/checkpoints.hpp"
+#include "proof/checksum.hpp"
+#include "common/run_history.hpp"
+#include "keys/keys.hpp"
+#include "merge/merge.hpp"
+#include "overwrite/overwrite.hpp"
+#include "publish/publish.hpp"
+#include "proof/assert_rerun_safe.hpp"
+#include "overwrite/swap_partition.hpp"
+#include "merge/tombstones.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
-#include "pg/digest_aggregate.hpp"
+#include "pg_native/digest_aggregate.hpp"
 #include "pg/settings.hpp"
 
 namespace pg = pg_idempotent::pg;

@@ -4,7 +4,7 @@
 
 #include "core/row_image.hpp"
 #include "pg/guard.hpp"
-#include "pg/row_digest_receiver.hpp"
+#include "pg_native/row_digest_receiver.hpp"
 
 extern "C" {
 #include "utils/jsonb.h"

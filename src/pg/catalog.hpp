@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/merge_sql.hpp"
+#include "merge/merge_sql.hpp"
 
 namespace pg_idempotent::pg {
 

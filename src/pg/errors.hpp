@@ -29,6 +29,9 @@ std::string error_sqlstate(const PgError& error);
 std::string error_message(const PgError& error);
 std::string error_detail(const PgError& error);
 
+// Sends a WARNING to the client (it does not interrupt anything).
+void warning(const std::string& message, const std::string& detail = {});
+
 // The SQLSTATEs the extension raises, as their five characters. The list with
 // their meaning is in docs/errors.md.
 namespace sqlstate {

@@ -136,4 +136,12 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
     return result;
 }
 
+void warning(const std::string& message, const std::string& detail)
+{
+    pg_call([&] {
+        ereport(WARNING, (errmsg_internal("%s", message.c_str()),
+                          detail.empty() ? 0 : errdetail_internal("%s", detail.c_str())));
+    });
+}
+
 }  // namespace pg_idempotent::pg

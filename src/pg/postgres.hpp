@@ -1,7 +1,8 @@
 // The one place PostgreSQL's C headers enter the C++ code.
 //
-// Only files under src/pg/ and the entry shims (src/pg_idempotent.cpp) include
-// this. Everything else talks to PostgreSQL through the guarded C++ API of the
+// Only files under src/pg/ and src/pg_native/ and the entry shims
+// (src/pg_idempotent.cpp) include this (test/unit/layout.sh checks).
+// Everything else talks to PostgreSQL through the guarded C++ API of the
 // other headers in this folder, which never expose a PostgreSQL type.
 #pragma once
 

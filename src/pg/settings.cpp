@@ -67,4 +67,9 @@ HistoryMode history_mode() { return static_cast<HistoryMode>(history_setting); }
 
 bool transaction_is_read_only() { return XactReadOnly || RecoveryInProgress(); }
 
+void with_lock_timeout(const std::string& value, const std::function<void()>& fn)
+{
+    with_settings({{"lock_timeout", value.c_str()}}, fn);
+}
+
 }  // namespace pg_idempotent::pg

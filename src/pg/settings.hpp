@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,10 @@ namespace pg_idempotent::pg {
 // throws (a caller may catch the error and go on).
 using Settings = std::vector<std::pair<const char*, const char*>>;
 void with_settings(const Settings& settings, const std::function<void()>& fn);
+
+// Runs fn with lock_timeout set to the given value (a GUC nest level, undone
+// afterwards, also when fn throws, like a function's SET clause).
+void with_lock_timeout(const std::string& value, const std::function<void()>& fn);
 
 // idem.history: which runs of the bulk writing functions leave a row in
 // idem.run_history.

@@ -6,7 +6,7 @@
 #include "core/row_image.hpp"
 #include "core/sql_text.hpp"
 #include "pg/guard.hpp"
-#include "pg/row_digest_receiver.hpp"
+#include "pg_native/row_digest_receiver.hpp"
 
 namespace pg_idempotent::pg {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/digest.hpp"
-#include "pg/digest_targets.hpp"
+#include "pg_native/digest_targets.hpp"
 #include "pg/values.hpp"
 
 struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
@@ -88,7 +88,7 @@ public:
     core::MultisetDigest digest_rows(const std::string& sql, const Params& params = {});
     // The same, into targets (targets.hasher and targets.digest must be
     // set): a second digest of columns sent side by side, an early stop
-    // (pg/digest_targets.hpp).
+    // (pg_native/digest_targets.hpp).
     void digest_rows_into(const std::string& sql, const DigestTargets& targets, const Params& params = {});
 
     // The digest text of the rows of a SELECT the extension built, with

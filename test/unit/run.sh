@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GoogleTest unit tests of the pure C++ core (src/core) and the command line's
+# GoogleTest unit tests of the pure C++ sources (src/core, merge_sql,
+# row_sample: the Makefile's PURE_SRCS) and the command line's
 # option parsing (cli/options.cpp): no server needed.
 # Builds into build/unit (gitignored) with Debian's libgtest-dev and runs the
 # binary; exits non-zero on a build or test failure. Extra arguments go to the
@@ -21,8 +22,14 @@ for lib in libgtest.a libgtest_main.a; do
     fi
 done
 
+# Only the boundary folders include PostgreSQL (docs/code-layout.md).
+bash test/unit/layout.sh
+
+# No PostgreSQL include path: a pure source that includes a PostgreSQL
+# header fails here.
+read -r -a PURE_SRCS <<<"$(make -s --no-print-directory print-pure-srcs)"
 "$CXX" -std=c++17 -Wall -Wextra -Werror -O2 -I src \
-    -I cli src/core/*.cpp cli/options.cpp test/unit/*.cpp \
+    -I cli "${PURE_SRCS[@]}" cli/options.cpp test/unit/*.cpp \
     "$GTEST_LIB/libgtest_main.a" "$GTEST_LIB/libgtest.a" -pthread \
     -o "$OUT/pg_idempotent_unit"
 

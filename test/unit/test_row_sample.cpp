@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/row_sample.hpp"
+#include "overwrite/row_sample.hpp"
 #include "random_digests.hpp"
 
 namespace {

@@ -1,0 +1,84 @@
+#include "common/scope_grants.hpp"
+
+#include "pg/catalog.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/transactions.hpp"
+
+namespace pg_idempotent {
+
+using pg::Param;
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+namespace {
+
+struct KindNames {
+    const char* sql;   // idem.usage_grants.kind
+    const char* what;  // for messages: "may not use <what> \"<scope>\""
+};
+
+KindNames names_of(ScopeKind kind)
+{
+    switch (kind) {
+    case ScopeKind::kKeys:
+        return {"keys", "idempotency keys in scope"};
+    case ScopeKind::kCheckpoints:
+        return {"checkpoints", "the checkpoint of job"};
+    case ScopeKind::kDataset:
+        return {"dataset", "the dataset"};
+    }
+    return {"keys", "idempotency keys in scope"};
+}
+
+}  // namespace
+
+// May the calling role use this scope? Superusers may; others need a row in
+// idem.usage_grants for the kind and scope, or for every scope, for
+// themselves or a role whose privileges they have (GRANT idem_user TO etl
+// works through this). Cached for the rest of the transaction.
+void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& scope,
+                       const std::optional<std::string>& legacy_scope)
+{
+    static std::uint32_t cached_xact = 0;
+    static std::uint32_t cached_user = 0;
+    static ScopeKind cached_kind = ScopeKind::kKeys;
+    static std::string cached_scope;
+    const std::uint32_t xact = pg::local_transaction_id();
+    const std::uint32_t user = pg::current_user_id();
+    if (xact == cached_xact && user == cached_user && kind == cached_kind && scope == cached_scope)
+        return;
+    const KindNames names = names_of(kind);
+    if (!pg::current_user_is_superuser()) {
+        bool allowed = false;
+        // Grants without a kind are 0.6.0's (a newer module before ALTER
+        // EXTENSION ... UPDATE): read as they were meant then.
+        const char* const sql = pg::column_exists("idem", "usage_grants", "kind")
+            ? "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+              " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
+              " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text"
+            : "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+              " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $4) AND $3 IS NOT NULL"
+              " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
+        pg::as_extension_owner([&] {
+            auto r = spi.query_saved(sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
+                                           Param::of_text(legacy_scope.value_or(scope))});
+            allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
+        });
+        if (!allowed) {
+            const std::string who = pg::current_user_name();
+            throw UserError(sqlstate::kInsufficientPrivilege,
+                            "role \"" + who + "\" may not use " + names.what + " \"" + scope + "\"",
+                            "idem's state (keys and their results, checkpoints, datasets) is used only by roles "
+                            "granted its kind and scope.",
+                            "A superuser can allow it with SELECT idem.grant_usage(" + pg::quote_literal(who) + ", " +
+                                pg::quote_literal(scope) + ", '" + names.sql + "').");
+        }
+    }
+    cached_xact = xact;
+    cached_user = user;
+    cached_kind = kind;
+    cached_scope = scope;
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,25 @@
+// Who may use idem's state: the check every state function makes before it
+// switches to the extension owner (see pg/roles.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "pg/spi.hpp"
+
+namespace pg_idempotent {
+
+// The three kinds of state a grant names (idem.usage_grants.kind): a grant
+// for keys in scope "a.b" says nothing about the job "a.b" or a dataset.
+enum class ScopeKind { kKeys, kCheckpoints, kDataset };
+
+// UserError 42501 unless the calling role is a superuser or has (directly or
+// through a role it has the privileges of) a row in idem.usage_grants for
+// this kind and scope, or the every-scope grant. Datasets are named by their
+// quoted, schema-qualified name ("sales"."Daily"), so no two datasets share a
+// scope. Cached for the rest of the transaction. legacy_scope: the name
+// 0.6.0's grants used, if another (datasets: schema.view unquoted).
+void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& scope,
+                       const std::optional<std::string>& legacy_scope = std::nullopt);
+
+}  // namespace pg_idempotent

@@ -1,0 +1,490 @@
+#include "keys/keys.hpp"
+
+#include <functional>
+#include <map>
+
+#include "common/scope_grants.hpp"
+#include "core/digest.hpp"
+#include "core/md5.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/settings.hpp"
+#include "pg/spi.hpp"
+#include "pg_native/key_row_insert.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::Param;
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+// Every statement below is fixed text run as the extension owner; values
+// travel as $1 (scope) and $2 (key), then the statement's own.
+// A row is found by md5(key) (the primary key, so that keys of any length
+// work) and is this key's only if the stored key is this one, byte for byte
+// (the "C" collation): another key with the same MD5 is not this key's row.
+const char* const kWhereHash =
+    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid";
+const char* const kWhereKey =
+    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid"
+    " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) $2";
+
+const char* const kInsertClaim =
+    "INSERT INTO idem.keys AS k (scope, key_hash, key, fingerprint, state, lease, claimed_at,"
+    " lease_until, claimed_by)"
+    " VALUES ($1, pg_catalog.md5($2)::pg_catalog.uuid, $2, $3,"
+    "  CASE WHEN $4::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
+    "  $4::pg_catalog.interval, pg_catalog.now(),"
+    "  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4::pg_catalog.interval,"
+    "  pg_catalog.pg_current_xact_id())"
+    " ON CONFLICT (scope, key_hash) DO NOTHING RETURNING true";
+
+std::string lookup_sql()
+{
+    return std::string(
+               "SELECT k.state, k.fingerprint,"
+               " COALESCE(k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned(), false)::pg_catalog.text,"
+               " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
+               " k.lease_until::pg_catalog.text FROM idem.keys k") +
+           kWhereKey;
+}
+
+std::string takeover_sql()
+{
+    return std::string(
+               "UPDATE idem.keys k SET"
+               " state = CASE WHEN $3::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
+               " lease = $3::pg_catalog.interval, claimed_at = pg_catalog.now(),"
+               " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3::pg_catalog.interval,"
+               " claimed_by = pg_catalog.pg_current_xact_id(), fingerprint = COALESCE($4, k.fingerprint)") +
+           kWhereKey +
+           " AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+           " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING true";
+}
+
+// A key as messages show it: long keys are cut, the message stays readable.
+// The cut is on a UTF-8 character boundary (as publish's version table
+// names): a key cut inside a character made the whole message invalid UTF-8.
+std::string shown(const std::string& key)
+{
+    if (key.size() <= 80)
+        return key;
+    std::size_t cut = 77;
+    while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80)
+        --cut;
+    return key.substr(0, cut) + "...";
+}
+
+void require_text(const std::string& value, const char* what)
+{
+    if (value.empty())
+        throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty");
+}
+
+struct KeyRow {
+    std::string state;
+    std::optional<std::string> fingerprint;
+    bool mine = false;
+    bool lease_live = false;
+    std::optional<std::string> lease_until;
+};
+
+std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key)
+{
+    auto r = spi.query_saved(lookup_sql(), {Param::of_text(scope), Param::of_text(key)});
+    if (r.rows.empty())
+        return std::nullopt;
+    const auto& row = r.rows[0];
+    KeyRow k;
+    k.state = row[0].value_or("");
+    k.fingerprint = row[1];
+    k.mine = row[2] == std::optional<std::string>("true");
+    k.lease_live = row[3] == std::optional<std::string>("true");
+    k.lease_until = row[4];
+    return k;
+}
+
+void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
+{
+    if (request.fingerprint && row.fingerprint != request.fingerprint) {
+        throw UserError(sqlstate::kFingerprintMismatch,
+                        "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
+                            "\" was used for a different request",
+                        "It was claimed with fingerprint " + (row.fingerprint ? "\"" + *row.fingerprint + "\"" : std::string("NULL")) +
+                            ", this call has \"" + *request.fingerprint + "\".",
+                        "A retry must send the same request; a new request needs a new key.");
+    }
+}
+
+// md5(key) as 32 hex digits: the key_hash idem.keys stores, as uuid_in
+// reads it and as encode(uuid_send(key_hash), 'hex') shows it.
+std::string md5_hex(const std::string& key)
+{
+    unsigned char digest[16];
+    core::md5(key.data(), key.size(), digest);
+    return core::to_hex(core::from_bytes(digest));
+}
+
+UserError collision_error(const std::string& key, const std::string& scope)
+{
+    return UserError(sqlstate::kKeyHashCollision,
+                     "idempotency key \"" + shown(key) + "\" in scope \"" + scope +
+                         "\" has the same MD5 as another key of that scope",
+                     "idem.keys finds a key by md5(key); the row of that hash holds another key.",
+                     "Use another key (a random UUID, for example), or another scope.");
+}
+
+// Whether the key's hash is held by another key's row (a collision): asked
+// when this key has no row but its INSERT met a conflict.
+bool hash_held_by_other_key(pg::SpiSession& spi, const std::string& scope, const std::string& key)
+{
+    auto r = spi.query_saved(std::string("SELECT true FROM idem.keys k") + kWhereHash +
+                                 " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) $2",
+                             {Param::of_text(scope), Param::of_text(key)});
+    return !r.rows.empty();
+}
+
+UserError leased_error(const ClaimRequest& request, const char* how)
+{
+    return UserError(sqlstate::kLockNotAvailable,
+                     "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope + "\" " + how,
+                     "idem.key_status shows until when.",
+                     "Retry after the lease expires, or let that worker finish.");
+}
+
+// The frame of every per-key function: the arguments, the caller's grant,
+// then body on idem.keys as the extension owner.
+void on_key_state(const std::string& key, const std::string& scope,
+                  const std::function<void(pg::SpiSession&)>& body)
+{
+    require_text(key, "key");
+    require_text(scope, "scope");
+    pg::SpiSession spi;
+    check_scope_usage(spi, ScopeKind::kKeys, scope);
+    pg::as_extension_owner([&] { body(spi); });
+    spi.finish();
+}
+
+// The row of the key: inserted by this call (nullopt, *inserted), or the one
+// already there. Through pg::insert_claim_row where it applies (no SPI, no
+// executor start; a duplicate assigns no transaction id), else through SQL:
+// the INSERT (ON CONFLICT waits for a concurrent claimer's transaction to
+// end), and a look-up only when the row already exists. nullopt without
+// *inserted: a key forgotten between the two statements.
+std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& request, bool* inserted)
+{
+    *inserted = false;
+    const pg::KeyClaimResult direct =
+        pg::insert_claim_row({request.scope, request.key, request.fingerprint, request.lease});
+    switch (direct.outcome) {
+    case pg::KeyClaimResult::Outcome::kInserted:
+        *inserted = true;
+        return std::nullopt;
+    case pg::KeyClaimResult::Outcome::kExists: {
+        KeyRow k;
+        k.state = direct.existing.state;
+        k.fingerprint = direct.existing.fingerprint;
+        k.mine = direct.existing.claimed_by_this_transaction;
+        k.lease_live = direct.existing.lease_live;
+        if (!direct.existing.same_key)
+            throw collision_error(request.key, request.scope);
+        return k;
+    }
+    case pg::KeyClaimResult::Outcome::kUnsupported:
+        break;
+    }
+    auto ins = spi.query_saved(kInsertClaim, {Param::of_text(request.scope), Param::of_text(request.key),
+                                              Param::of_text(request.fingerprint), Param::of_text(request.lease)});
+    if (!ins.rows.empty()) {
+        *inserted = true;
+        return std::nullopt;
+    }
+    return lookup(spi, request.scope, request.key);
+}
+
+bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
+{
+    const Param scope = Param::of_text(request.scope);
+    const Param key = Param::of_text(request.key);
+    // Insert first; read the row only when it already exists. A look-up
+    // first was measured slower for fresh keys (bench/keys.sh).
+    // Two rounds at most: a key forgotten between two steps is claimed anew.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        bool inserted = false;
+        auto row = insert_or_find(spi, request, &inserted);
+        if (inserted)
+            return true;
+        if (!row) {
+            // The INSERT met a row, and none is this key's: another key's
+            // row with the same hash, or this key's row forgotten meanwhile.
+            if (hash_held_by_other_key(spi, request.scope, request.key))
+                throw collision_error(request.key, request.scope);
+            continue;
+        }
+        check_fingerprint(*row, request);
+        if (row->mine)
+            return true;  // this transaction claimed it already
+        if (row->state == "done")
+            return false;
+        if (row->lease_live)
+            throw leased_error(request, "is leased by another worker");
+        auto took = spi.query_saved(takeover_sql(),
+                                    {scope, key, Param::of_text(request.lease), Param::of_text(request.fingerprint)});
+        if (!took.rows.empty())
+            return true;
+        // Someone else took it over first: look again (its lease is live now).
+    }
+    auto row = lookup(spi, request.scope, request.key);
+    if (row && row->lease_live)
+        throw leased_error(request, "was just taken over by another worker");
+    return false;
+}
+
+}  // namespace
+
+bool claim(const ClaimRequest& request)
+{
+    require_text(request.key, "key");
+    require_text(request.scope, "scope");
+    // Connected only if a statement runs: a superuser's claim through
+    // pg::insert_claim_row needs none.
+    pg::SpiSession spi{pg::SpiSession::Deferred{}};
+    if (request.lease) {
+        auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
+                           {Param::of_text(request.lease)});
+        if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
+            throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
+    }
+    check_scope_usage(spi, ScopeKind::kKeys, request.scope);
+    bool owned = false;
+    pg::as_extension_owner([&] {
+        if (request.wait) {
+            owned = claim_as_owner(spi, request);
+        } else {
+            // wait => false: a concurrent, open claim of the key fails at once
+            // (55P03) instead of waiting for that transaction to end.
+            try {
+                pg::with_lock_timeout("1ms", [&] { owned = claim_as_owner(spi, request); });
+            } catch (pg::PgError& e) {
+                if (pg::error_sqlstate(e) != sqlstate::kLockNotAvailable)
+                    throw;
+                throw UserError(sqlstate::kLockNotAvailable,
+                                "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
+                                    "\" is being claimed by another transaction",
+                                {}, "Retry later, or call idem.claim with wait => true to wait for it.");
+            }
+        }
+    });
+    spi.finish();
+    return owned;
+}
+
+void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>& keys, const std::string& scope)
+{
+    require_text(scope, "scope");
+    for (const auto& k : keys)
+        require_text(k, "every key");
+    pg::SpiSession spi;
+    check_scope_usage(spi, ScopeKind::kKeys, scope);
+    // One statement for the whole batch: new keys are inserted in hash order
+    // (ON CONFLICT waits on a concurrent claimer's transaction, one at a
+    // time: no lock slot per key), expired leases are taken over, keys this
+    // transaction already owns are included.
+    const std::string sql =
+        "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
+        "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
+        " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
+        "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i ORDER BY i.h"
+        "  ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
+        " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
+        "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()"
+        "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
+        "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+        "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
+        " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
+        "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
+        "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
+        " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
+    // A key whose hash another key holds is neither inserted nor returned:
+    // the batch fails on it (ID003) rather than report it as claimed before.
+    // Two keys of the batch with one hash are found here; a row of another
+    // key after the statement (which has waited for any concurrent claimer
+    // of those hashes, so a row committed meanwhile is seen too), by one
+    // index look-up of all the hashes, compared here: a join that computes
+    // md5() per pair was planned as a nested loop on a fresh table (25 s
+    // for 5,000 keys, test/t/070_bad_input_fuzz.pl).
+    std::map<std::string, const std::string*> key_of_hash;
+    std::vector<std::string> hashes;
+    for (const auto& k : keys) {
+        const std::string h = md5_hex(k);
+        auto [at, fresh] = key_of_hash.emplace(h, &k);
+        if (fresh)
+            hashes.push_back(h);
+        else if (*at->second != k)
+            throw collision_error(k, scope);
+    }
+    pg::as_extension_owner([&] {
+        spi.return_rows(fcinfo, sql, {Param::of_text(scope), Param::of_text_array(keys)}, true);
+        auto held = spi.query("SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
+                              " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+                              " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
+                              {Param::of_text(scope), Param::of_text_array(hashes)});
+        for (const auto& row : held.rows) {
+            const std::string* key = key_of_hash.at(row.at(0).value_or(""));
+            if (row.at(1) != std::optional<std::string>(*key))
+                throw collision_error(*key, scope);
+        }
+    });
+    spi.finish();
+}
+
+void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope)
+{
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+        auto done = spi.query_saved(
+            std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
+                        " completed_at = pg_catalog.now(), lease_until = NULL") +
+                kWhereKey +
+                " AND (k.state OPERATOR(pg_catalog.=) 'in_progress'"
+                "      OR k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()) RETURNING true",
+            {Param::of_text(scope), Param::of_text(key), Param::of_text(result_json)});
+        if (!done.rows.empty())
+            return;
+        auto row = lookup(spi, scope, key);
+        if (!row)
+            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" was never claimed",
+                            {}, "Call idem.claim first, in this transaction or with a lease.");
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is already complete",
+                        "An earlier transaction completed it; its result stays as it was.");
+    });
+}
+
+void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope)
+{
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+        auto saved = spi.query_saved(
+            std::string("UPDATE idem.keys k SET recovery_point = $3,"
+                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
+                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress' RETURNING true",
+            {Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)});
+        if (saved.rows.empty())
+            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is not in progress",
+                            "save_point records progress of a key claimed with a lease.");
+    });
+}
+
+std::optional<std::string> result(const std::string& key, const std::string& scope)
+{
+    std::optional<std::string> out;
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+        auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey,
+                                 {Param::of_text(scope), Param::of_text(key)});
+        if (!r.rows.empty())
+            out = r.rows[0][0];
+    });
+    return out;
+}
+
+std::optional<std::string> once(const std::string& key, const std::string& query, const std::string& scope,
+                                const std::optional<std::string>& fingerprint)
+{
+    ClaimRequest request;
+    request.key = key;
+    request.scope = scope;
+    request.fingerprint = fingerprint;
+    if (!claim(request))
+        return result(key, scope);
+    // Owned by this transaction: if once() already ran the query in it, the
+    // key is complete and its stored result is the answer (never run twice).
+    {
+        pg::SpiSession spi;
+        bool done_here = false;
+        std::optional<std::string> stored;
+        pg::as_extension_owner([&] {
+            auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey +
+                                         " AND k.completed_at IS NOT NULL",
+                                     {Param::of_text(scope), Param::of_text(key)});
+            if (!r.rows.empty()) {
+                done_here = true;
+                stored = r.rows[0][0];
+            }
+        });
+        spi.finish();
+        if (done_here)
+            return stored;
+    }
+    // The caller's query runs as the caller, under the caller's search_path.
+    pg::SpiSession spi;
+    const std::string json = pg::rows_as_json_array(spi, query);
+    spi.finish();
+    complete(key, json, scope);
+    return json;
+}
+
+void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const std::string& scope)
+{
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+        spi.return_rows(fcinfo,
+                        std::string("SELECT CASE WHEN k.state OPERATOR(pg_catalog.=) 'in_progress'"
+                                    " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+                                    " THEN 'expired' ELSE k.state END, k.fingerprint, k.result, k.recovery_point,"
+                                    " k.claimed_at, k.completed_at, k.lease_until FROM idem.keys k") +
+                            kWhereKey,
+                        {Param::of_text(scope), Param::of_text(key)}, true);
+    });
+}
+
+bool forget(const std::string& key, const std::string& scope)
+{
+    bool forgotten = false;
+    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+        auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + kWhereKey + " RETURNING true",
+                                 {Param::of_text(scope), Param::of_text(key)});
+        forgotten = !r.rows.empty();
+    });
+    return forgotten;
+}
+
+std::int64_t purge_keys(const std::string& older_than, const std::optional<std::string>& scope)
+{
+    pg::SpiSession spi;
+    {
+        auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval)::pg_catalog.text",
+                           {Param::of_text(older_than)});
+        if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
+            throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative");
+    }
+    if (scope) {
+        require_text(*scope, "scope");
+        check_scope_usage(spi, ScopeKind::kKeys, *scope);
+    } else if (!pg::current_user_is_superuser()) {
+        throw UserError(sqlstate::kInsufficientPrivilege, "only a superuser may purge keys of every scope",
+                        {}, "Pass the scope to purge.");
+    }
+    std::int64_t n = 0;
+    pg::as_extension_owner([&] {
+        // Keys under a live lease stay; the index on COALESCE(completed_at,
+        // claimed_at) keeps this a range scan on millions of keys.
+        auto r = spi.query_saved(
+            "WITH gone AS (DELETE FROM idem.keys k"
+            " WHERE COALESCE(k.completed_at, k.claimed_at) OPERATOR(pg_catalog.<)"
+            "  (pg_catalog.now() OPERATOR(pg_catalog.-) $1::pg_catalog.interval)"
+            " AND ($2::pg_catalog.text IS NULL OR k.scope OPERATOR(pg_catalog.=) $2)"
+            " AND NOT (k.state OPERATOR(pg_catalog.=) 'in_progress'"
+            "  AND k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
+            " RETURNING 1) SELECT pg_catalog.count(*)::pg_catalog.text FROM gone",
+            {Param::of_text(older_than), Param::of_text(scope)});
+        n = std::stoll(r.rows.at(0).at(0).value_or("0"));
+    });
+    spi.finish();
+    return n;
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,324 @@
+#include "merge/merge.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "common/run_history.hpp"
+#include "core/sql_text.hpp"
+#include "merge/merge_sql.hpp"
+#include "pg/catalog.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/spi.hpp"
+#include "pg/unit_lock.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::string& name)
+{
+    for (const auto& c : cols)
+        if (c.name == name)
+            return &c;
+    return nullptr;
+}
+
+std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOptions& options,
+                                     const std::vector<pg::UniqueIndex>& indexes)
+{
+    if (!options.key) {
+        for (const auto& ix : indexes)
+            if (ix.primary)
+                return ix.columns;
+        throw UserError("55000", "relation \"" + target.display + "\" has no primary key",
+                        "idem.merge matches rows on a key: the primary key by default.",
+                        "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
+    }
+    const auto& key = *options.key;
+    if (key.empty())
+        throw UserError(sqlstate::kInvalidParameterValue, "key must name at least one column");
+    std::set<std::string> seen;
+    for (const auto& k : key) {
+        if (!seen.insert(k).second)
+            throw UserError(sqlstate::kDuplicateColumn, "key column \"" + k + "\" is named more than once");
+        if (find_column(target.columns, k) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "key column \"" + k + "\" does not exist in \"" + target.display + "\"",
+                            {}, "Column names are matched exactly, case included.");
+    }
+    return key;
+}
+
+void require_unique_index(const pg::Relation& target, const std::vector<std::string>& key,
+                          const std::vector<pg::UniqueIndex>& indexes)
+{
+    const std::set<std::string> wanted(key.begin(), key.end());
+    for (const auto& ix : indexes) {
+        if (!ix.usable)
+            continue;
+        const std::set<std::string> have(ix.columns.begin(), ix.columns.end());
+        if (have == wanted && ix.columns.size() == key.size())
+            return;
+    }
+    std::vector<std::string> quoted;
+    for (const auto& k : key)
+        quoted.push_back(pg::quote_ident(k));
+    throw UserError("55000",
+                    "no unique index on \"" + target.display + "\" covers exactly the key (" +
+                        core::join(key) + ")",
+                    "A merge needs a unique index or primary key on exactly the key columns (valid, "
+                    "not deferrable, not partial, no expressions) to find each row and to insert safely "
+                    "under concurrency.",
+                    "CREATE UNIQUE INDEX ON " + target.qualified + " (" + core::join(quoted) + ");" +
+                        (target.kind == 'p' ? " On a partitioned table the key must include the partition key." : ""));
+}
+
+bool source_has_unique_not_null_key(const MergeSource& source, const pg::Relation* src_rel,
+                                    const std::vector<std::string>& key, const pg::Relation& target)
+{
+    if (!source.relation || src_rel == nullptr || (src_rel->kind != 'r' && src_rel->kind != 'p'))
+        return false;
+    for (const auto& k : key) {
+        const pg::Column* s = find_column(src_rel->columns, k);
+        const pg::Column* t = find_column(target.columns, k);
+        if (s == nullptr || t == nullptr || !s->not_null || s->type_oid != t->type_oid)
+            return false;
+    }
+    const std::set<std::string> wanted(key.begin(), key.end());
+    for (const auto& ix : pg::unique_indexes(src_rel->oid)) {
+        const std::set<std::string> have(ix.columns.begin(), ix.columns.end());
+        if (ix.usable && have == wanted && ix.columns.size() == key.size())
+            return true;
+    }
+    return false;
+}
+
+// The run history's row for a merge (not for a dry run, which writes nothing).
+void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target,
+                  const std::optional<pg::Relation>& source, const pg::QueryResult& counts)
+{
+    static const char* const names[] = {"inserted", "updated", "deleted", "unchanged", "stale"};
+    RunRecord run;
+    run.function = source ? "merge" : "merge_query";
+    run.target = target.display;
+    if (source)
+        run.unit = source->display;
+    std::int64_t written = 0;
+    for (std::size_t i = 0; i < 5; ++i) {
+        const std::int64_t n = std::stoll(counts.rows.at(0).at(i).value_or("0"));
+        run.counts.emplace_back(names[i], n);
+        if (i < 3)
+            written += n;
+    }
+    run.rows_written = written;
+    run.changed = written > 0;
+    run.action = run.changed ? "merged" : "unchanged";
+    record_run(spi, clock, run);
+}
+
+}  // namespace
+
+void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const MergeSource& source,
+           const MergeOptions& options)
+{
+    const RunClock clock;
+    pg::SpiSession spi;
+    const pg::Relation target = pg::describe_relation(target_oid);
+    if (target.kind != 'r' && target.kind != 'p') {
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
+                        "idem.merge writes into a table or a partitioned table.");
+    }
+
+    // The source's columns, by name.
+    std::optional<pg::Relation> src_rel;
+    std::vector<pg::Column> src_cols;
+    std::string source_sql;
+    if (source.relation) {
+        src_rel = pg::describe_relation(*source.relation);
+        if (std::string("rpvmf").find(src_rel->kind) == std::string::npos)
+            throw UserError(sqlstate::kWrongObjectType, "\"" + src_rel->display + "\" is not a table or view",
+                            "The source of idem.merge is a table, view, materialized view or foreign table.");
+        src_cols = src_rel->columns;
+        std::vector<std::string> quoted;
+        for (const auto& c : src_cols)
+            quoted.push_back(pg::quote_ident(c.name));
+        source_sql = core::select_columns(quoted, src_rel->qualified);
+    } else {
+        src_cols = pg::describe_query(*source.query);
+        source_sql = *source.query;
+    }
+    {
+        std::set<std::string> names;
+        for (const auto& c : src_cols)
+            if (!names.insert(c.name).second)
+                throw UserError(sqlstate::kDuplicateColumn, "the source has more than one column named \"" + c.name + "\"",
+                                {}, "Give every source column a distinct name (AS ...).");
+    }
+
+    const auto indexes = pg::unique_indexes(target_oid);
+    const std::vector<std::string> key = resolve_key(target, options, indexes);
+    for (const auto& k : key)
+        if (find_column(src_cols, k) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+    require_unique_index(target, key, indexes);
+
+    // version_column and delete_column.
+    if (options.version_column) {
+        const auto& v = *options.version_column;
+        if (find_column(src_cols, v) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "version column \"" + v + "\" is missing from the source");
+        if (find_column(target.columns, v) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "version column \"" + v + "\" does not exist in \"" + target.display + "\"");
+        if (std::find(key.begin(), key.end(), v) != key.end())
+            throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be a key column");
+    }
+    if (options.delete_column) {
+        const auto& d = *options.delete_column;
+        const pg::Column* dc = find_column(src_cols, d);
+        if (dc == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "delete column \"" + d + "\" is missing from the source");
+        if (dc->type_oid != 16 /* BOOLOID */)
+            throw UserError(sqlstate::kDatatypeMismatch, "delete column \"" + d + "\" must be boolean",
+                            "It is " + dc->type_name + ".");
+        if (std::find(key.begin(), key.end(), d) != key.end() || options.version_column == d)
+            throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be a key or the version column");
+    }
+
+    const bool override_identity = [&] {
+        auto r = spi.query("SELECT pg_catalog.current_setting('idem.override_identity', true)");
+        const auto& v = r.rows.at(0).at(0);
+        return v && (*v == "on" || *v == "true" || *v == "1");
+    }();
+
+    // What an insert writes: every source column the target has (generated
+    // columns never), except the delete flag.
+    core::MergeSpec spec;
+    spec.target = target.qualified;
+    spec.source_sql = source_sql;
+    for (const auto& sc : src_cols) {
+        if (options.delete_column && sc.name == *options.delete_column)
+            continue;
+        const pg::Column* tc = find_column(target.columns, sc.name);
+        if (tc == nullptr) {
+            if (options.columns)
+                continue;  // with columns given, extra source columns are ignored
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "column \"" + sc.name + "\" of the source does not exist in \"" + target.display + "\"",
+                            "Every source column is written unless columns is given; a column the target lacks is schema drift.",
+                            "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].");
+        }
+        if (tc->generated != '\0')
+            continue;  // generated columns are computed by the target, never written
+        if (tc->identity == 'a' && !override_identity) {
+            throw UserError("428C9", "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
+                            "idem.merge does not silently override identity values.",
+                            "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
+        }
+        if (!pg::can_assign(sc.type_oid, tc->type_oid)) {
+            throw UserError(sqlstate::kDatatypeMismatch,
+                            "column \"" + sc.name + "\" is " + sc.type_name + " in the source and " + tc->type_name +
+                                " in the target, and there is no assignment cast between them",
+                            {}, "Cast the column in the source query.");
+        }
+        spec.insert_columns.push_back(pg::assignment_target(*tc));
+    }
+    for (const auto& k : key) {
+        const pg::Column* tc = find_column(target.columns, k);
+        spec.keys.push_back(pg::assignment_target(*tc));
+        spec.key_eq.push_back(pg::btree_operator(tc->type_oid, 3, k));
+    }
+
+    // What an update writes.
+    auto is_key = [&](const std::string& n) { return std::find(key.begin(), key.end(), n) != key.end(); };
+    if (options.columns) {
+        std::set<std::string> seen;
+        for (const auto& c : *options.columns) {
+            if (!seen.insert(c).second)
+                throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns");
+            const pg::Column* tc = find_column(target.columns, c);
+            if (tc == nullptr)
+                throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
+            if (find_column(src_cols, c) == nullptr)
+                throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns is missing from the source");
+            if (is_key(c))
+                throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in columns",
+                                "Keys identify rows; they are never updated.");
+            if (tc->generated != '\0' || tc->identity == 'a')
+                throw UserError("428C9", "column \"" + c + "\" named in columns cannot be updated",
+                                "It is a generated or GENERATED ALWAYS identity column.");
+            spec.update_columns.push_back(pg::assignment_target(*tc));
+        }
+        if (options.version_column && seen.count(*options.version_column) == 0)
+            spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, *options.version_column)));
+    } else {
+        for (const auto& c : spec.insert_columns) {
+            bool skip = false;
+            for (const auto& k : spec.keys)
+                skip = skip || k.name == c.name;
+            for (const auto& tc : target.columns)
+                if (pg::quote_ident(tc.name) == c.name && tc.identity == 'a')
+                    skip = true;  // identity ALWAYS can be inserted (override) but not updated
+            if (!skip)
+                spec.update_columns.push_back(c);
+        }
+    }
+
+    if (options.version_column) {
+        const pg::Column* vc = find_column(target.columns, *options.version_column);
+        spec.version = pg::assignment_target(*vc);
+        spec.version_lt = pg::btree_operator(vc->type_oid, 1, vc->name);
+        spec.version_eq = pg::btree_operator(vc->type_oid, 3, vc->name);
+        spec.version_type = vc->qualified_type;
+    }
+    if (options.delete_column)
+        spec.delete_column = pg::quote_ident(*options.delete_column);
+    spec.tombstones = options.version_column.has_value() && options.delete_column.has_value();
+    spec.delete_missing = options.delete_missing;
+    spec.delete_scope = options.delete_scope;
+    spec.allow_empty = options.allow_empty;
+    spec.dry_run = options.dry_run;
+    spec.override_identity = override_identity;
+    spec.partitioned = target.kind == 'p';
+    const bool unique_source = source_has_unique_not_null_key(source, src_rel ? &*src_rel : nullptr, key, target);
+    spec.check_nulls = !unique_source;
+    spec.check_duplicates = !unique_source;
+
+    // Merges of one target run one after another. Each takes its row locks
+    // in two passes (the new keys as it inserts them, then the rows it
+    // updates or deletes), each in key order; two merges that see one key
+    // differently (new to one, committed meanwhile by the other) would take
+    // them in orders that cross, and one would fail with a deadlock. A merge
+    // that waited here sees what the first one committed: a rerun finds
+    // nothing to do. The lock is the extension's own (pg/unit_lock.hpp).
+    if (!options.dry_run) {
+        // The privileges the statement needs, before the lock: a role that
+        // may not write the target cannot queue on it (nor hold it).
+        const bool deletes = options.delete_missing || options.delete_column.has_value();
+        if (deletes)
+            pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                                      pg::TablePrivilege::kUpdate, pg::TablePrivilege::kDelete},
+                                         "idem.merge");
+        else
+            pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                                      pg::TablePrivilege::kUpdate},
+                                         "idem.merge");
+        pg::lock_unit(pg::UnitLockSpace::kMergeTarget, target_oid, pg::UnitLockMode::kExclusive);
+    }
+    // delete_missing: serialized with every other writer of the target.
+    if (options.delete_missing && !options.dry_run)
+        spi.execute("LOCK TABLE " + target.qualified + " IN SHARE ROW EXCLUSIVE MODE");
+
+    // One row of counts: inserted, updated, deleted, unchanged, stale.
+    const pg::QueryResult counts = spi.query(core::build_merge_sql(spec), {pg::Param::of_oid(target_oid)}, true);
+    if (!options.dry_run)
+        record_merge(spi, clock, target, src_rel, counts);
+    pg::return_text_rows(fcinfo, counts.rows);
+    spi.finish();
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,163 @@
+#include "pg/roles.hpp"
+
+#include "pg/compat.hpp"
+#include "pg/guard.hpp"
+#include "pg/settings.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "utils/resowner.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+namespace pg_idempotent::pg {
+
+std::uint32_t current_user_id() { return GetUserId(); }
+
+std::string current_user_name()
+{
+    const char* name = pg_call([] { return GetUserNameFromId(GetUserId(), false); });
+    return std::string(name);
+}
+
+bool current_user_is_superuser()
+{
+    return pg_call([] { return superuser(); });
+}
+
+std::string role_name(std::uint32_t role)
+{
+    const char* name = pg_call([&] { return GetUserNameFromId(role, true); });
+    return name != nullptr ? std::string(name) : std::to_string(role);
+}
+
+bool current_user_has_privileges_of(std::uint32_t role)
+{
+    return pg_call([&] { return has_privs_of_role(GetUserId(), role); });
+}
+
+void require_table_privileges(std::uint32_t relation, std::initializer_list<TablePrivilege> privileges,
+                              const std::string& why)
+{
+    for (const TablePrivilege p : privileges) {
+        AclMode mode = ACL_SELECT;
+        const char* name = "SELECT";
+        switch (p) {
+        case TablePrivilege::kSelect:
+            break;
+        case TablePrivilege::kInsert:
+            mode = ACL_INSERT;
+            name = "INSERT";
+            break;
+        case TablePrivilege::kUpdate:
+            mode = ACL_UPDATE;
+            name = "UPDATE";
+            break;
+        case TablePrivilege::kDelete:
+            mode = ACL_DELETE;
+            name = "DELETE";
+            break;
+        }
+        // The privilege on some columns will do (there are no column DELETE
+        // privileges): the statement checks each column it reads or writes.
+        const bool ok = pg_call([&] {
+            return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK ||
+                   (mode != ACL_DELETE &&
+                    pg_attribute_aclcheck_all(relation, GetUserId(), mode, ACLMASK_ANY) == ACLCHECK_OK);
+        });
+        if (!ok) {
+            const char* rel = pg_call([&] { return get_rel_name(relation); });
+            throw UserError(sqlstate::kInsufficientPrivilege,
+                            "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                            std::string(why) + " needs the " + name + " privilege on it.",
+                            "Ask its owner to GRANT " + std::string(name) + " on it to role \"" +
+                                current_user_name() + "\".");
+        }
+    }
+}
+
+void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privilege, const std::string& why)
+{
+    bool row_security = false;
+    const Oid owner = pg_call([&] {
+        HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
+        if (!HeapTupleIsValid(tup))
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                            errmsg("relation with OID %u does not exist", relation)));
+        auto* form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+        row_security = form->relrowsecurity;
+        const Oid o = form->relowner;
+        ReleaseSysCache(tup);
+        return o;
+    });
+    if (current_user_has_privileges_of(owner))
+        return;
+    if (row_security) {
+        const char* rel = pg_call([&] { return get_rel_name(relation); });
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                        std::string(why) + " covers every row of the table, and row-level security lets role \"" +
+                            current_user_name() + "\" see only some of them.",
+                        "Run it as the table's owner.");
+    }
+    const AclMode mode = privilege == TablePrivilege::kSelect   ? ACL_SELECT
+                         : privilege == TablePrivilege::kInsert ? ACL_INSERT
+                         : privilege == TablePrivilege::kUpdate ? ACL_UPDATE
+                                                                : ACL_DELETE;
+    const char* name = privilege == TablePrivilege::kSelect   ? "SELECT"
+                       : privilege == TablePrivilege::kInsert ? "INSERT"
+                       : privilege == TablePrivilege::kUpdate ? "UPDATE"
+                                                              : "DELETE";
+    if (!pg_call([&] { return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK; })) {
+        const char* rel = pg_call([&] { return get_rel_name(relation); });
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                        std::string(why) + " needs the " + name + " privilege on the whole table.",
+                        "Ask its owner to GRANT " + std::string(name) + " on it to role \"" + current_user_name() + "\".");
+    }
+}
+
+namespace {
+Oid extension_owner()
+{
+    return pg_call([] {
+        HeapTuple tup = SearchSysCache1(NAMESPACENAME, CStringGetDatum("idem"));
+        if (!HeapTupleIsValid(tup))
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_SCHEMA), errmsg("schema \"idem\" does not exist")));
+        Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tup))->nspowner;
+        ReleaseSysCache(tup);
+        return owner;
+    });
+}
+}  // namespace
+
+void as_extension_owner(const std::function<void()>& fn)
+{
+    const Oid owner = extension_owner();
+    // The caller's search_path must not choose an operator, a function or a
+    // type for a statement the owner runs (JOIN ... USING, IN, implicit
+    // casts pick them by name): pinned for as long as the switch lasts.
+    with_settings({{"search_path", "pg_catalog, pg_temp"}}, [&] {
+        Oid saved_user = InvalidOid;
+        int saved_context = 0;
+        GetUserIdAndSecContext(&saved_user, &saved_context);
+        SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
+        // Restored on every path: a caller may catch the error (a
+        // subtransaction that is rolled back) and go on as itself.
+        try {
+            fn();
+        } catch (...) {
+            SetUserIdAndSecContext(saved_user, saved_context);
+            throw;
+        }
+        SetUserIdAndSecContext(saved_user, saved_context);
+    });
+}
+
+}  // namespace pg_idempotent::pg

@@ -1,0 +1,75 @@
+#include "pg/transactions.hpp"
+
+#include "pg/compat.hpp"
+#include "pg/guard.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "storage/proc.h"
+#include "utils/resowner.h"
+}
+
+namespace pg_idempotent::pg {
+
+void in_rolled_back_subtransaction(const std::function<void()>& fn)
+{
+    MemoryContext const cxt = CurrentMemoryContext;
+    ResourceOwner const owner = CurrentResourceOwner;
+    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(cxt);
+    auto roll_back = [&] {
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+    };
+    try {
+        fn();
+    } catch (...) {
+        // A PostgreSQL error was caught by pg_call (its state flushed): the
+        // subtransaction is rolled back here, as plpgsql's exception blocks
+        // do, and the error goes on to the caller.
+        roll_back();
+        throw;
+    }
+    roll_back();
+}
+
+std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn)
+{
+    MemoryContext const cxt = CurrentMemoryContext;
+    ResourceOwner const owner = CurrentResourceOwner;
+    auto restore = [&] {
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+    };
+    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(cxt);
+    try {
+        fn();
+    } catch (PgError& e) {
+        // The ErrorData lives in error_copy_context(), which outlives the
+        // subtransaction: the caller may still rethrow it.
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        restore();
+        return e;
+    } catch (...) {
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        restore();
+        throw;
+    }
+    pg_call([] { ReleaseCurrentSubTransaction(); });
+    restore();
+    return std::nullopt;
+}
+
+bool try_in_subtransaction(const std::function<void()>& fn, std::string* error)
+{
+    const std::optional<PgError> failed = try_in_subtransaction(fn);
+    if (failed && error != nullptr)
+        *error = error_message(*failed);
+    return !failed;
+}
+
+std::uint32_t local_transaction_id() { return MyProc != nullptr ? compat::my_local_transaction_id() : 0; }
+
+}  // namespace pg_idempotent::pg

@@ -1,0 +1,35 @@
+// Subtransactions the extension opens inside the caller's transaction, and
+// what identifies that transaction.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "pg/errors.hpp"
+
+namespace pg_idempotent::pg {
+
+// Runs fn inside an internal subtransaction that is always rolled back
+// afterwards (also when fn throws, before the exception goes on): the
+// database is left as it was, except for what is not transactional
+// (sequences). The one sanctioned way to undo work in the caller's
+// transaction (house rule 4).
+void in_rolled_back_subtransaction(const std::function<void()>& fn);
+
+// Runs fn in an internal subtransaction: released when fn succeeds; rolled
+// back when fn raises a PostgreSQL error, which is then swallowed (house rule
+// 4: only ever inside such a subtransaction) and described in *error.
+// Returns whether fn succeeded. C++ exceptions other than PgError go on.
+bool try_in_subtransaction(const std::function<void()>& fn, std::string* error);
+
+// The same, returning the PostgreSQL error itself (nullopt on success), so the
+// caller can look at its SQLSTATE and either explain it better or rethrow it
+// unchanged (`throw *error`: DETAIL, HINT and CONTEXT intact).
+std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn);
+
+// An id of the current top-level transaction, for per-transaction caches.
+std::uint32_t local_transaction_id();
+
+}  // namespace pg_idempotent::pg

@@ -1,0 +1,144 @@
+#include "proof/checksum.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/sql_text.hpp"
+#include "pg/catalog.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/spi.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+// Tables, partitioned tables (all partitions), views, materialized views and
+// foreign tables: everything a SELECT can read rows from.
+void require_readable_kind(const pg::Relation& rel)
+{
+    static const std::string kReadable = "rpvmf";
+    if (kReadable.find(rel.kind) == std::string::npos) {
+        throw UserError(sqlstate::kWrongObjectType,
+                        "\"" + rel.display + "\" is not a table or view",
+                        "Only tables, partitioned tables, views, materialized views and foreign tables have rows to checksum.");
+    }
+}
+
+// The live columns of rel minus exclude_columns; an excluded name the relation
+// does not have is an error (a typo must not silently checksum everything).
+std::vector<const pg::Column*> kept_columns(const pg::Relation& rel,
+                                            const std::vector<std::string>& exclude)
+{
+    std::set<std::string> excluded;
+    for (const auto& name : exclude) {
+        const bool known = std::any_of(rel.columns.begin(), rel.columns.end(),
+                                       [&](const pg::Column& c) { return c.name == name; });
+        if (!known) {
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "column \"" + name + "\" of relation \"" + rel.display +
+                                "\" does not exist",
+                            "It was named in exclude_columns.",
+                            "Column names are matched exactly, case included.");
+        }
+        excluded.insert(name);
+    }
+    std::vector<const pg::Column*> kept;
+    for (const auto& c : rel.columns)
+        if (excluded.count(c.name) == 0)
+            kept.push_back(&c);
+    return kept;
+}
+
+std::string select_kept(const pg::Relation& rel, const std::vector<const pg::Column*>& kept)
+{
+    std::vector<std::string> quoted;
+    quoted.reserve(kept.size());
+    for (const auto* c : kept)
+        quoted.push_back(pg::quote_ident(c->name));
+    return core::select_columns(quoted, rel.qualified);
+}
+
+}  // namespace
+
+std::string checksum_relation(std::uint32_t relation, const std::vector<std::string>& exclude_columns)
+{
+    pg::require_table_privileges(relation, {pg::TablePrivilege::kSelect}, "idem.checksum");
+    pg::SpiSession spi;
+    const pg::Relation rel = pg::describe_relation(relation);
+    require_readable_kind(rel);
+    const auto kept = kept_columns(rel, exclude_columns);
+    const std::string digest = spi.digest_text(select_kept(rel, kept), kept.size());
+    spi.finish();
+    return digest;
+}
+
+std::string checksum_query(const std::string& query)
+{
+    pg::SpiSession spi;
+    const core::MultisetDigest digest = spi.digest_rows(query);
+    spi.finish();
+    return digest.text();
+}
+
+void diff_relations(FunctionCallInfoBaseData* fcinfo, std::uint32_t a, std::uint32_t b,
+                    const std::vector<std::string>& exclude_columns, std::int32_t max_rows)
+{
+    if (max_rows < 0)
+        throw UserError(sqlstate::kInvalidParameterValue, "max_rows must not be negative");
+    pg::require_table_privileges(a, {pg::TablePrivilege::kSelect}, "idem.diff");
+    pg::require_table_privileges(b, {pg::TablePrivilege::kSelect}, "idem.diff");
+    pg::SpiSession spi;
+    const pg::Relation ra = pg::describe_relation(a);
+    const pg::Relation rb = pg::describe_relation(b);
+    require_readable_kind(ra);
+    require_readable_kind(rb);
+    const auto ka = kept_columns(ra, exclude_columns);
+    const auto kb = kept_columns(rb, exclude_columns);
+    if (ka.size() != kb.size()) {
+        throw UserError(sqlstate::kDatatypeMismatch,
+                        "cannot diff relations with different columns",
+                        "\"" + ra.name + "\" has " + std::to_string(ka.size()) + " columns and \"" +
+                            rb.name + "\" has " + std::to_string(kb.size()) + " (after exclude_columns).");
+    }
+    for (std::size_t i = 0; i < ka.size(); ++i) {
+        if (ka[i]->type_oid != kb[i]->type_oid || ka[i]->typmod != kb[i]->typmod) {
+            throw UserError(sqlstate::kDatatypeMismatch,
+                            "cannot diff relations whose column " + std::to_string(i + 1) +
+                                " has different types",
+                            "Column \"" + ka[i]->name + "\" is " + ka[i]->type_name + " and column \"" +
+                                kb[i]->name + "\" is " + kb[i]->type_name + ".",
+                            "Rows are compared by their stored image, so columns must match in order and type.");
+        }
+    }
+    const std::string sa = select_kept(ra, ka);
+    const std::string sb = select_kept(rb, kb);
+    // Counted by row digest (the one definition of "the same row"), then one
+    // sample row per differing digest. Everything schema-qualified.
+    const std::string sql =
+        "WITH counted AS MATERIALIZED ("
+        " SELECT u.h, pg_catalog.sum(u.w)::pg_catalog.int8 AS n FROM ("
+        "  SELECT idem._row_digest(s) AS h, 1 AS w FROM (" + sa + ") s"
+        "  UNION ALL"
+        "  SELECT idem._row_digest(s) AS h, -1 AS w FROM (" + sb + ") s) u"
+        " GROUP BY u.h HAVING pg_catalog.sum(u.w) OPERATOR(pg_catalog.<>) 0"
+        " ORDER BY u.h LIMIT $1),"
+        " samples AS ("
+        " SELECT DISTINCT ON (x.h) x.h, x.row_data FROM ("
+        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" + sa + ") s"
+        "  UNION ALL"
+        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" + sb + ") s) x"
+        " WHERE x.h OPERATOR(pg_catalog.=) ANY (SELECT c.h FROM counted c)"
+        " ORDER BY x.h)"
+        " SELECT CASE WHEN c.n OPERATOR(pg_catalog.>) 0 THEN 'a' ELSE 'b' END::pg_catalog.text AS side,"
+        "        pg_catalog.abs(c.n) AS copies, s.row_data"
+        " FROM counted c JOIN samples s ON s.h OPERATOR(pg_catalog.=) c.h"
+        " ORDER BY 1, 3";
+    spi.return_rows(fcinfo, sql, {pg::Param::of_int4(max_rows)});
+    spi.finish();
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,559 @@
+#include "publish/publish.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/run_history.hpp"
+#include "common/scope_grants.hpp"
+#include "core/sql_text.hpp"
+#include "pg/catalog.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/settings.hpp"
+#include "pg/spi.hpp"
+#include "pg/transactions.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::Param;
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+// Whether idem.datasets records the view and the owner (0.7.0; a newer
+// module before ALTER EXTENSION ... UPDATE works as 0.6.0 did).
+bool has_registry()
+{
+    return pg::column_exists("idem", "datasets", "view_relid");
+}
+
+struct Dataset {
+    std::string schema;
+    std::string name;
+    std::string qualified;  // quoted
+    std::string display;    // schema.name
+};
+
+Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
+{
+    if (dataset.empty())
+        throw UserError(sqlstate::kInvalidParameterValue, "dataset must not be empty");
+    // parse_ident understands quoting exactly as the parser does; a bare name
+    // lands in the caller's current schema, like CREATE VIEW would.
+    auto r = spi.query("SELECT p[1], p[2], pg_catalog.array_length(p, 1)::pg_catalog.text, pg_catalog.current_schema()"
+                       " FROM pg_catalog.parse_ident($1) AS p",
+                       {Param::of_text(dataset)});
+    const auto& row = r.rows.at(0);
+    const int parts = std::stoi(row[2].value_or("0"));
+    Dataset d;
+    if (parts == 1) {
+        if (!row[3])
+            throw UserError("3F000", "no schema has been selected to create the dataset in",
+                            {}, "Qualify the dataset name with its schema.");
+        d.schema = *row[3];
+        d.name = row[0].value_or("");
+    } else if (parts == 2) {
+        d.schema = row[0].value_or("");
+        d.name = row[1].value_or("");
+    } else {
+        throw UserError("42602", "dataset name \"" + dataset + "\" has too many dots",
+                        {}, "Name the view as view or schema.view.");
+    }
+    d.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(d.name);
+    d.display = d.schema + "." + d.name;
+    return d;
+}
+
+// "<name>__v<n>", within the 63-byte identifier limit.
+std::string version_table_name(const std::string& name, int version)
+{
+    return core::identifier_with_suffix(name, "__v" + std::to_string(version));
+}
+
+struct State {
+    std::optional<int> current;
+    int next = 1;
+    std::optional<std::uint32_t> view;   // the view publish made (or adopt took), when known
+    std::optional<std::uint32_t> owner;  // the registered owner: every version table is its
+};
+
+// The dataset's row, created if missing and locked for the rest of the
+// transaction: concurrent publishers of one dataset queue here.
+State lock_state(pg::SpiSession& spi, const Dataset& d)
+{
+    State s;
+    pg::as_extension_owner([&] {
+        spi.query_saved("INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
+                        " ON CONFLICT (schema_name, view_name) DO NOTHING",
+                        {Param::of_text(d.schema), Param::of_text(d.name)});
+        auto r = spi.query_saved(std::string("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text,") +
+                                 (has_registry() ? " view_relid::pg_catalog.oid::pg_catalog.text, owner::pg_catalog.oid::pg_catalog.text"
+                                                 : " NULL, NULL") +
+                                 " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
+                                 " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
+                                 {Param::of_text(d.schema), Param::of_text(d.name)});
+        const auto& row = r.rows.at(0);
+        if (row[0])
+            s.current = std::stoi(*row[0]);
+        s.next = std::stoi(row[1].value_or("1"));
+        if (row[2])
+            s.view = static_cast<std::uint32_t>(std::stoul(*row[2]));
+        if (row[3])
+            s.owner = static_cast<std::uint32_t>(std::stoul(*row[3]));
+    });
+    return s;
+}
+
+struct Version {
+    int number;
+    std::uint32_t relation;
+    std::string checksum;
+    bool pinned;
+    std::int64_t row_count;
+};
+
+std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
+{
+    std::vector<Version> out;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved("SELECT version::pg_catalog.text, relation::pg_catalog.oid::pg_catalog.text, checksum,"
+                                 " pinned::pg_catalog.text, row_count::pg_catalog.text FROM idem.dataset_versions"
+                                 " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
+                                 " ORDER BY version",
+                                 {Param::of_text(d.schema), Param::of_text(d.name)});
+        for (const auto& row : r.rows)
+            out.push_back(Version{std::stoi(row[0].value_or("0")),
+                                  static_cast<std::uint32_t>(std::stoul(row[1].value_or("0"))), row[2].value_or(""),
+                                  row[3] == std::optional<std::string>("true"), std::stoll(row[4].value_or("0"))});
+    });
+    return out;
+}
+
+struct ExistingView {
+    std::uint32_t oid = 0;
+    std::uint32_t owner = 0;
+    char kind = '\0';
+};
+
+// The relation that holds the dataset's name now, if any.
+std::optional<ExistingView> existing_view(pg::SpiSession& spi, const Dataset& d)
+{
+    auto r = spi.query("SELECT c.oid::pg_catalog.text, c.relowner::pg_catalog.text, c.relkind::pg_catalog.text"
+                       " FROM pg_catalog.pg_class c"
+                       " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+                       " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
+                       {Param::of_text(d.schema), Param::of_text(d.name)});
+    if (r.rows.empty())
+        return std::nullopt;
+    return ExistingView{static_cast<std::uint32_t>(std::stoul(r.rows[0][0].value_or("0"))),
+                        static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0"))),
+                        r.rows[0][2].value_or("?").at(0)};
+}
+
+// A view that holds the dataset's name but that neither publish made nor a
+// DBA adopted may belong to anyone with CREATE on the schema: publishing into
+// it would hand the version table, and what readers see, to that role.
+// Returns the view's OID when there is one (the dataset's), nullopt when
+// publish is to create it.
+std::optional<std::uint32_t> require_own_view(pg::SpiSession& spi, const Dataset& d, const State& state)
+{
+    const auto view = existing_view(spi, d);
+    if (!view)
+        return std::nullopt;  // publish creates it
+    if (view->kind != 'v')
+        throw UserError(sqlstate::kWrongObjectType, "\"" + d.display + "\" exists and is not a view",
+                        "A dataset is the view readers query; publish creates and replaces it.");
+    if (!has_registry())
+        return view->oid;  // 0.6.0's SQL objects: nothing recorded to compare with
+    if (state.view && *state.view == view->oid)
+        return view->oid;
+    throw UserError(sqlstate::kDuplicateTable, "view \"" + d.display + "\" exists and was not created by idem.publish",
+                    "Publishing into it would make role \"" + pg::role_name(view->owner) +
+                        "\", its owner, the owner of what its readers see.",
+                    "Drop the view, or let its owner adopt it as a dataset: SELECT idem.adopt(" +
+                        pg::quote_literal(d.qualified) + ").");
+}
+
+// Points the view at a version table: the only change readers ever see.
+// CREATE OR REPLACE VIEW keeps the view's OID, grants, comments and the
+// views that depend on it; it takes the view's ACCESS EXCLUSIVE lock.
+// The view must still be the dataset's after the flip: CREATE OR REPLACE
+// replaces a view that another role created meanwhile (after require_own_view
+// looked, while the version was built) and leaves that role its owner, who
+// would then define what readers see. Checked in the flip's transaction, so
+// the whole publish rolls back.
+void require_view_kept(pg::SpiSession& spi, const Dataset& d, std::optional<std::uint32_t> before,
+                       std::optional<std::uint32_t> owner)
+{
+    if (!has_registry())
+        return;
+    const auto view = existing_view(spi, d);
+    // The view looked at before (CREATE OR REPLACE keeps its OID), or, when
+    // there was none, one this publish created: its owner is the registered
+    // owner (publish hands it over); another role's is not.
+    const bool same_view = view && (!before || *before == view->oid);
+    if (same_view && (!owner || view->owner == *owner))
+        return;
+    throw UserError(sqlstate::kDuplicateTable,
+                    "view \"" + d.display + "\" was created by another role while the version was built",
+                    view ? "It belongs to role \"" + pg::role_name(view->owner) + "\"" +
+                               (owner ? ", not to the dataset's registered owner \"" + pg::role_name(*owner) + "\"." : ".")
+                         : std::string(),
+                    "Nothing was published. Drop that view, or let its owner adopt it: SELECT idem.adopt(" +
+                        pg::quote_literal(d.qualified) + ").");
+}
+
+void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
+          const std::optional<std::string>& lock_timeout)
+{
+    const pg::Relation table = pg::describe_relation(version_table);
+    std::vector<std::string> cols;
+    for (const auto& c : table.columns)
+        cols.push_back(pg::quote_ident(c.name));
+    const std::string sql = "CREATE OR REPLACE VIEW " + d.qualified + " AS " + core::select_columns(cols, table.qualified);
+    auto run = [&] {
+        try {
+            spi.execute(sql);
+        } catch (pg::PgError& e) {
+            if (pg::error_sqlstate(e) != "42P16")
+                throw;
+            throw UserError("42P16",
+                            "the new version of dataset \"" + d.display + "\" removes, renames or retypes a column",
+                            "A version may append columns; the view readers query cannot lose or change one.",
+                            "Keep the old columns (add new ones at the end), or drop the view and its dependents first.");
+        }
+    };
+    if (lock_timeout)
+        pg::with_lock_timeout(pg::lock_timeout_setting(spi, *lock_timeout), run);
+    else
+        run();
+}
+
+// The flip's bookkeeping: the current version, and the view (its OID, which
+// a view dropped and made again by someone else does not have).
+void set_current(pg::SpiSession& spi, const Dataset& d, int version, std::optional<int> next)
+{
+    const auto view = existing_view(spi, d);
+    pg::as_extension_owner([&] {
+        spi.query_saved(std::string("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
+                                    " next_version = COALESCE($4::pg_catalog.int4, next_version), flipped_at = pg_catalog.now()") +
+                        (has_registry() ? ", view_relid = $5::pg_catalog.oid::pg_catalog.regclass" : "") +
+                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                         next ? Param::of_int4(*next) : Param::of_text(std::nullopt),
+                         Param::of_oid(view ? view->oid : 0)});
+    });
+}
+
+// The registered owner of a dataset is the role that first published it (or
+// the owner of the view a DBA adopted): recorded once, never changed by a
+// later publisher.
+std::uint32_t registered_owner(pg::SpiSession& spi, const Dataset& d, const State& state)
+{
+    if (state.owner)
+        return *state.owner;
+    if (!has_registry()) {
+        const auto view = existing_view(spi, d);  // 0.6.0: the view's owner
+        return view ? view->owner : pg::current_user_id();
+    }
+    const std::uint32_t owner = pg::current_user_id();
+    pg::as_extension_owner([&] {
+        spi.query_saved("UPDATE idem.datasets SET owner = $3::pg_catalog.oid::pg_catalog.regrole"
+                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(owner)});
+    });
+    return owner;
+}
+
+// Keeps the newest `keep`, the pinned and the current version; drops the
+// rest. A version another object depends on is kept, with a WARNING.
+void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
+{
+    auto all = load_versions(spi, d);
+    std::sort(all.begin(), all.end(), [](const Version& a, const Version& b) { return a.number > b.number; });
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const Version& v = all[i];
+        if (i < static_cast<std::size_t>(keep) || v.pinned || v.number == current)
+            continue;
+        std::string error;
+        auto exists = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
+                                {Param::of_oid(v.relation)});
+        bool dropped = true;
+        if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
+            const pg::Relation table = pg::describe_relation(v.relation);
+            dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
+        }  // else: dropped by hand already; its record goes too
+        if (!dropped) {
+            pg::warning("version " + std::to_string(v.number) + " of dataset \"" + d.display +
+                            "\" is kept: it could not be dropped",
+                        error);
+            continue;
+        }
+        pg::as_extension_owner([&] {
+            spi.query_saved("DELETE FROM idem.dataset_versions WHERE schema_name OPERATOR(pg_catalog.=) $1"
+                            " AND view_name OPERATOR(pg_catalog.=) $2 AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4",
+                            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(v.number)});
+        });
+    }
+}
+
+// The run history's row for publish and rollback: the unit is the version
+// the view shows afterwards; rows are that version's. Only publishing a new
+// version writes rows (the version table); a rollback flips the view.
+void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* function, const Dataset& d,
+                    int version, const char* action, std::int64_t rows, bool changed)
+{
+    RunRecord run;
+    run.function = function;
+    run.target = d.display;
+    run.unit = d.schema + "." + version_table_name(d.name, version);
+    run.action = action;
+    run.counts = {{"version", version}, {"rows", rows}};
+    run.rows_written = std::string(action) == "published" ? rows : 0;
+    run.changed = changed;
+    record_run(spi, clock, run);
+}
+
+}  // namespace
+
+std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
+                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout)
+{
+    if (keep < 1)
+        throw UserError(sqlstate::kInvalidParameterValue, "keep must be at least 1",
+                        "The current version is always kept.");
+    const RunClock clock;
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    // The query's rows, checksummed without writing anything (as the caller),
+    // and compared with the current version before any lock is taken: an
+    // identical republish writes nothing at all, not even a row lock. The
+    // same content means the same rows, the same column names and types, and
+    // the view still in place.
+    const core::MultisetDigest digest = spi.digest_rows(query);
+    const std::string checksum = digest.text();
+    std::string shape;
+    for (const auto& c : pg::describe_query(query))
+        shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
+    auto same_as_current = [&]() -> std::optional<int> {
+        std::optional<int> same;
+        std::optional<std::uint32_t> relation;
+        std::optional<std::string> recorded_view;
+        pg::as_extension_owner([&] {
+            auto r = spi.query_saved(std::string("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text,") +
+                                     (has_registry() ? " d.view_relid::pg_catalog.oid::pg_catalog.text" : " NULL") +
+                                     " FROM idem.datasets d JOIN idem.dataset_versions v"
+                                     " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
+                                     " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
+                                     " AND v.version OPERATOR(pg_catalog.=) d.current_version"
+                                     " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
+                                     " AND v.checksum OPERATOR(pg_catalog.=) $3",
+                                     {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
+            if (!r.rows.empty()) {
+                same = std::stoi(r.rows[0][0].value_or("0"));
+                relation = static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0")));
+                recorded_view = r.rows[0][2];
+            }
+        });
+        if (!same)
+            return std::nullopt;
+        auto view = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
+                              " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
+                              {Param::of_text(d.qualified), Param::of_oid(*relation)});
+        if (!view.rows.at(0)[0] || !view.rows.at(0)[1] || (recorded_view && view.rows[0][0] != recorded_view))
+            return std::nullopt;  // the view or the version table is gone, or another view: publish anew
+        std::string current_shape;
+        for (const auto& c : pg::describe_relation(*relation).columns)
+            current_shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
+        if (current_shape != shape)
+            return std::nullopt;  // renamed or retyped columns: not the same content
+        return same;
+    };
+    // The same content: a rerun publishes nothing (and records that).
+    auto unchanged = [&](int same) {
+        record_publish(spi, clock, "publish", d, same, "unchanged", static_cast<std::int64_t>(digest.count()), false);
+        spi.finish();
+        return same;
+    };
+    if (auto same = same_as_current())
+        return unchanged(*same);
+    // lock_timeout bounds every wait publish causes: the dataset's row (a
+    // concurrent publish of it) and the view.
+    State state;
+    if (lock_timeout)
+        pg::with_lock_timeout(pg::lock_timeout_setting(spi, *lock_timeout), [&] { state = lock_state(spi, d); });
+    else
+        state = lock_state(spi, d);
+    // A concurrent publish of the same content may have won the lock first.
+    if (auto same = same_as_current())
+        return unchanged(*same);
+    const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
+    const std::uint32_t owner = registered_owner(spi, d, state);
+
+    // A new immutable version table, built as the caller.
+    const int version = state.next;
+    const std::string table_name = version_table_name(d.name, version);
+    const std::string table = pg::quote_ident(d.schema) + "." + pg::quote_ident(table_name);
+    const std::uint64_t rows = spi.execute("CREATE TABLE " + table + " AS " + query);
+    spi.execute("COMMENT ON TABLE " + table + " IS " +
+                pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
+                                  " (immutable; readers query the view)"));
+    auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
+                              {Param::of_text(table)});
+    const auto table_oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
+    // The recorded checksum is the stored table's (a volatile query, or
+    // writes between the two runs of it, cannot make the record lie).
+    const std::string stored_checksum = spi.digest_rows("SELECT * FROM " + table).text();
+    // Readers reach the version through the view, with the view owner's
+    // rights: every version belongs to the dataset's registered owner (who
+    // owns the view publish made), never to whoever owns a view by that name.
+    if (owner != pg::current_user_id())
+        spi.execute("ALTER TABLE " + table + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
+
+    // Write-audit-publish: the audit sees the candidate as idem_candidate (a
+    // CTE, not a temporary object) and must answer true.
+    if (audit) {
+        // The audit as a subquery: it may have a WITH of its own.
+        auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + table + ") SELECT * FROM " +
+                           core::as_subquery(*audit) + " AS idem_audit");
+        if (r.rows.size() != 1 || r.rows[0].size() != 1)
+            throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
+                            "It returned " + std::to_string(r.rows.size()) + " rows of " +
+                                std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
+        if (r.rows[0][0] != std::optional<std::string>("t"))
+            throw UserError("23514", "audit of dataset \"" + d.display + "\" failed: nothing was published",
+                            "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +
+                                std::to_string(version) + " (" + std::to_string(rows) + " rows).",
+                            "Readers still see the current version.");
+    }
+
+    flip(spi, d, table_oid, lock_timeout);
+    // A view this publish created (a member of the registered owner's role
+    // publishing after the view was dropped) goes to the registered owner, as
+    // the version tables do.
+    if (const auto view = existing_view(spi, d);
+        view && view->owner == pg::current_user_id() && owner != pg::current_user_id())
+        spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
+    require_view_kept(spi, d, view_before, owner);
+    pg::as_extension_owner([&] {
+        spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
+                        " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                         Param::of_oid(table_oid), Param::of_int8(static_cast<std::int64_t>(rows)), Param::of_text(stored_checksum)});
+    });
+    set_current(spi, d, version, version + 1);
+    retain(spi, d, keep, version);
+    record_publish(spi, clock, "publish", d, version, "published", static_cast<std::int64_t>(rows), true);
+    spi.finish();
+    return version;
+}
+
+std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
+                      const std::optional<std::string>& lock_timeout)
+{
+    const RunClock clock;
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    const State state = lock_state(spi, d);
+    const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
+    const auto all = load_versions(spi, d);
+    std::optional<Version> target;
+    for (const auto& v : all) {
+        if (version) {
+            if (v.number == *version)
+                target = v;
+        } else if (state.current && v.number < *state.current) {
+            target = v;  // the highest below the current (all is ascending)
+        }
+    }
+    if (!target) {
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        version ? "dataset \"" + d.display + "\" has no version " + std::to_string(*version)
+                                : "dataset \"" + d.display + "\" has no earlier version to roll back to",
+                        {}, "idem.versions lists the versions that are kept.");
+    }
+    const bool flipped = !state.current || target->number != *state.current;
+    if (flipped) {
+        flip(spi, d, target->relation, lock_timeout);
+        require_view_kept(spi, d, view_before, state.owner);
+        set_current(spi, d, target->number, std::nullopt);
+    }
+    record_publish(spi, clock, "rollback", d, target->number, flipped ? "rolled back" : "unchanged", target->row_count,
+                   flipped);
+    spi.finish();
+    return target->number;
+}
+
+void adopt(const std::string& dataset)
+{
+    pg::SpiSession spi;
+    if (!has_registry())
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState, "idem.adopt needs pg_idempotent 0.7.0's SQL objects",
+                        {}, "Run ALTER EXTENSION pg_idempotent UPDATE.");
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    const auto view = existing_view(spi, d);
+    if (!view || view->kind != 'v')
+        throw UserError(sqlstate::kUndefinedTable, "view \"" + d.display + "\" does not exist",
+                        {}, "adopt takes an existing view; publish creates a new one itself.");
+    if (!pg::current_user_has_privileges_of(view->owner))
+        throw UserError(sqlstate::kInsufficientPrivilege, "must be the owner of view \"" + d.display + "\" to adopt it",
+                        "Its owner, \"" + pg::role_name(view->owner) + "\", becomes the owner of every version.");
+    const State state = lock_state(spi, d);
+    if (state.owner && *state.owner != view->owner && !pg::current_user_has_privileges_of(*state.owner))
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "dataset \"" + d.display + "\" is registered to role \"" + pg::role_name(*state.owner) + "\"",
+                        "Only that role (or a superuser) can hand it to the view's owner.");
+    pg::as_extension_owner([&] {
+        spi.query_saved("UPDATE idem.datasets SET view_relid = $3::pg_catalog.oid::pg_catalog.regclass,"
+                        " owner = $4::pg_catalog.oid::pg_catalog.regrole"
+                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(view->oid),
+                         Param::of_oid(view->owner)});
+    });
+    spi.finish();
+}
+
+void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset)
+{
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    pg::as_extension_owner([&] {
+        spi.return_rows(fcinfo,
+                        "SELECT v.version, v.relation, v.row_count, v.checksum, v.created_at,"
+                        " COALESCE(v.version OPERATOR(pg_catalog.=) d.current_version, false), v.pinned"
+                        " FROM idem.dataset_versions v JOIN idem.datasets d"
+                        " ON d.schema_name OPERATOR(pg_catalog.=) v.schema_name AND d.view_name OPERATOR(pg_catalog.=) v.view_name"
+                        " WHERE v.schema_name OPERATOR(pg_catalog.=) $1 AND v.view_name OPERATOR(pg_catalog.=) $2"
+                        " ORDER BY v.version",
+                        {Param::of_text(d.schema), Param::of_text(d.name)}, true);
+    });
+    spi.finish();
+}
+
+void pin(const std::string& dataset, std::int32_t version, bool pinned)
+{
+    pg::SpiSession spi;
+    const Dataset d = resolve(spi, dataset);
+    check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    bool found = false;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved("UPDATE idem.dataset_versions SET pinned = $4::pg_catalog.bool"
+                                 " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
+                                 " AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4 RETURNING true",
+                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                                  Param::of_bool(pinned)});
+        found = !r.rows.empty();
+    });
+    if (!found)
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "dataset \"" + d.display + "\" has no version " + std::to_string(version),
+                        {}, "idem.versions lists the versions that are kept.");
+    spi.finish();
+}
+
+}  // namespace pg_idempotent
