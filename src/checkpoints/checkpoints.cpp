@@ -38,7 +38,7 @@ TypedValue require_value(TypedValue v, const char* what)
         throw UserError(sqlstate::kNullValueNotAllowed, std::string(what) + " must not be NULL");
     v.type = pg::trusted_state_type(v.type);
     if (!pg::type_is_ordered(v.type))
-        throw UserError("42883", std::string(what) + " has type " + pg::type_display(v.type) +
+        throw UserError(sqlstate::kUndefinedFunction, std::string(what) + " has type " + pg::type_display(v.type) +
                                      ", which has no ordering",
                         {}, "Watermarks need a type with a default btree ordering (bigint, numeric, date, timestamptz, text, pg_lsn...).");
     return v;
@@ -370,7 +370,7 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
         else if (type_name == "timestamp with time zone")
             base = "pg_catalog.timestamptz";
         else
-            throw UserError("42883", "an interval step needs dates or timestamps, not " + type_name,
+            throw UserError(sqlstate::kUndefinedFunction, "an interval step needs dates or timestamps, not " + type_name,
                             {}, "For numbers, pass a step of the same type as the values.");
         series = "SELECT g::" + type + "::pg_catalog.text, LEAST((g OPERATOR(pg_catalog.+) $3)::" + type +
                  ", $2)::pg_catalog.text FROM (SELECT pg_catalog.generate_series($1::" + base + ", $2::" + base +
@@ -379,7 +379,7 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
         if (step.type != from.type)
             throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
         if (type_name != "integer" && type_name != "bigint" && type_name != "numeric")
-            throw UserError("42883", "a numeric step needs integer, bigint or numeric values, not " + type_name);
+            throw UserError(sqlstate::kUndefinedFunction, "a numeric step needs integer, bigint or numeric values, not " + type_name);
         series = "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
                  " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
                  " WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
@@ -406,7 +406,7 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
         candidates = spi.query(series, {Param::of_value(from), Param::of_value(to), Param::of_value(step)});
     });
     if (candidates.rows.size() > 100000)
-        throw UserError("54000", "more than 100000 windows between from_value and to_value",
+        throw UserError(sqlstate::kProgramLimitExceeded, "more than 100000 windows between from_value and to_value",
                         {}, "Use a larger step or a shorter range.");
 
     // Merge the done windows into covered stretches; a candidate is a gap

@@ -34,7 +34,7 @@ std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOpti
         for (const auto& ix : indexes)
             if (ix.primary)
                 return ix.columns;
-        throw UserError("55000", "relation \"" + target.display + "\" has no primary key",
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState, "relation \"" + target.display + "\" has no primary key",
                         "idem.merge matches rows on a key: the primary key by default.",
                         "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
     }
@@ -67,7 +67,7 @@ void require_unique_index(const pg::Relation& target, const std::vector<std::str
     std::vector<std::string> quoted;
     for (const auto& k : key)
         quoted.push_back(pg::quote_ident(k));
-    throw UserError("55000",
+    throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                     "no unique index on \"" + target.display + "\" covers exactly the key (" +
                         core::join(key) + ")",
                     "A merge needs a unique index or primary key on exactly the key columns (valid, "
@@ -215,7 +215,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
         if (tc->generated != '\0')
             continue;  // generated columns are computed by the target, never written
         if (tc->identity == 'a' && !override_identity) {
-            throw UserError("428C9", "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
+            throw UserError(sqlstate::kGeneratedAlways, "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
                             "idem.merge does not silently override identity values.",
                             "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
         }
@@ -249,7 +249,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
                 throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in columns",
                                 "Keys identify rows; they are never updated.");
             if (tc->generated != '\0' || tc->identity == 'a')
-                throw UserError("428C9", "column \"" + c + "\" named in columns cannot be updated",
+                throw UserError(sqlstate::kGeneratedAlways, "column \"" + c + "\" named in columns cannot be updated",
                                 "It is a generated or GENERATED ALWAYS identity column.");
             spec.update_columns.push_back(pg::assignment_target(*tc));
         }

@@ -240,7 +240,7 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
     if (found)
         return std::move(*found);
     auto shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param});
-    throw UserError("23514",
+    throw UserError(sqlstate::kCheckViolation,
                     "no partition of \"" + parent.display + "\" holds " + key_column + " = " +
                         shown.rows.at(0).at(0).value_or("NULL") +
                         (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
@@ -255,7 +255,7 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
     const std::int64_t outside = count_of(spi, "SELECT * FROM (" + rows + ") AS k WHERE (" + part.constraint + ") IS FALSE");
     if (outside == 0)
         throw error;
-    throw UserError("23514",
+    throw UserError(sqlstate::kCheckViolation,
                     std::to_string(outside) + " rows of the query fall outside partition \"" + part.rel.display + "\"",
                     "Its bound is: " + part.bound,
                     "Every row must belong to the partition it overwrites; nothing was changed.");
@@ -345,7 +345,7 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
         break;
     }
     if (failed) {
-        if (pg::error_sqlstate(*failed) != "23514")
+        if (pg::error_sqlstate(*failed) != sqlstate::kCheckViolation)
             throw *failed;
         explain_rows_outside(spi, part, rows, *failed);
     }
@@ -409,7 +409,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     // Every new row must belong to the unit it replaces.
     const std::int64_t outside = count_of(spi, rows_named + " WHERE NOT COALESCE((" + predicate + "\n), false)");
     if (outside > 0)
-        throw UserError("23514",
+        throw UserError(sqlstate::kCheckViolation,
                         std::to_string(outside) + " rows of the query do not satisfy the predicate of \"" +
                             target.display + "\"",
                         "The predicate was: " + predicate,
@@ -507,7 +507,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
                          {Param::of_oid(parent_oid)});
     const auto& krow = key.rows.at(0);
     if (krow[0] != std::optional<std::string>("1") || !krow[1])
-        throw UserError("0A000", "overwrite_partition needs a partition key of one column",
+        throw UserError(sqlstate::kFeatureNotSupported, "overwrite_partition needs a partition key of one column",
                         "\"" + parent.display + "\" is partitioned on several columns or an expression.",
                         "Build the partition yourself and use idem.swap_partition.");
     const std::string key_column = *krow[1];
@@ -539,13 +539,13 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
                 failed = pg::try_in_subtransaction(
                     [&] { found = partition_holding(spi, parent, key_column, key_cast, key_param); });
             } catch (const UserError& e) {
-                if (std::string(e.code()) != "42P01" || attempt == 3)
+                if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
                     throw;
                 continue;
             }
             if (!failed)
                 return std::move(*found);
-            if (pg::error_sqlstate(*failed) != "42P01" || attempt == 3)
+            if (pg::error_sqlstate(*failed) != sqlstate::kUndefinedTable || attempt == 3)
                 throw *failed;
         }
     };
@@ -553,7 +553,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     lock_partition_unit(spi, found, lock_timeout, "partition \"" + found.rel.display + "\"");
     const Partition part = find();
     if (part.partitioned)
-        throw UserError("0A000", "partition \"" + part.rel.display + "\" is itself partitioned",
+        throw UserError(sqlstate::kFeatureNotSupported, "partition \"" + part.rel.display + "\" is itself partitioned",
                         {}, "Overwrite its own partitions.");
 
     // The same rows already there: nothing is written at all (no staging

@@ -52,12 +52,12 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
     if (staging.oid == part.rel.oid)
         throw UserError(sqlstate::kInvalidParameterValue, "the staging table is the partition itself");
     if (staging.kind == 'p')
-        throw UserError("0A000", "staging table \"" + staging.display + "\" is partitioned",
+        throw UserError(sqlstate::kFeatureNotSupported, "staging table \"" + staging.display + "\" is partitioned",
                         {}, "Swap a plain table in; to replace a sub-partitioned partition, swap its own partitions.");
     if (staging.kind != 'r')
         throw UserError(sqlstate::kWrongObjectType, "\"" + staging.display + "\" is not a table");
     if (part.partitioned)
-        throw UserError("0A000", "partition \"" + part.rel.display + "\" is itself partitioned",
+        throw UserError(sqlstate::kFeatureNotSupported, "partition \"" + part.rel.display + "\" is itself partitioned",
                         "swap_partition replaces a leaf partition.", "Swap its own partitions one by one.");
     auto r = spi.query(
         "SELECT c.relpersistence::pg_catalog.text, c.relispartition::pg_catalog.text,"
@@ -99,7 +99,7 @@ void check_not_referenced(pg::SpiSession& spi, const Partition& part)
         " ORDER BY con.oid LIMIT 1",
         {Param::of_oid(part.rel.oid)});
     if (!r.rows.empty())
-        throw UserError("0A000",
+        throw UserError(sqlstate::kFeatureNotSupported,
                         "cannot swap partition \"" + part.rel.display + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
                             cell(r, 0, 1) + " references the partitioned table",
                         "Detaching the partition would leave rows of " + cell(r, 0, 1) +
@@ -190,7 +190,7 @@ void check_default_partition(pg::SpiSession& spi, const Partition& part)
     const pg::Relation def = pg::describe_relation(oid_of(d.rows[0][0]));
     auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + def.qualified + " WHERE (" + part.constraint + ")");
     if (cell(n) != "0")
-        throw UserError("23514",
+        throw UserError(sqlstate::kCheckViolation,
                         cell(n) + " rows for the bound of partition \"" + part.rel.display + "\" sit in the DEFAULT partition \"" +
                             def.display + "\"",
                         "The bound is: " + part.bound, "Move them out of the DEFAULT partition first; nothing was changed.");
@@ -210,11 +210,11 @@ bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relat
     auto failed = pg::try_in_subtransaction([&] { spi.execute(add); });
     if (!failed)
         return true;
-    if (pg::error_sqlstate(*failed) != "23514")
+    if (pg::error_sqlstate(*failed) != sqlstate::kCheckViolation)
         throw *failed;
     auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + staging.qualified + " WHERE (" +
                        part.constraint + ") IS FALSE");
-    throw UserError("23514", cell(n) + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
+    throw UserError(sqlstate::kCheckViolation, cell(n) + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
                     "Its bound is: " + part.bound,
                     "Every row must belong to the partition it replaces; nothing was changed.");
 }
@@ -278,7 +278,7 @@ void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Re
             same = sql = core::index_definition_on(row[1].value_or(""), pg::quote_ident(row[0].value_or("")),
                                                    parent_deparsed, staging.qualified);
             if (sql.empty())
-                throw UserError("0A000", "cannot rebuild index \"" + row[0].value_or("") + "\" of " + part.parent_qualified +
+                throw UserError(sqlstate::kFeatureNotSupported, "cannot rebuild index \"" + row[0].value_or("") + "\" of " + part.parent_qualified +
                                              " on the staging table",
                                 "Its definition is: " + row[1].value_or(""));
         }
@@ -322,7 +322,7 @@ void carry_triggers(pg::SpiSession& spi, const Partition& part, const pg::Relati
         const std::string name = pg::quote_ident(row[0].value_or(""));
         const std::string sql = core::retarget_definition(row[1].value_or(""), part.rel.qualified, staging.qualified);
         if (sql.empty())
-            throw UserError("0A000", "cannot carry trigger " + name + " of \"" + part.rel.display + "\" over",
+            throw UserError(sqlstate::kFeatureNotSupported, "cannot carry trigger " + name + " of \"" + part.rel.display + "\" over",
                             "Its definition is: " + row[1].value_or(""), "Create it on the staging table yourself.");
         spi.execute(sql);
         const std::string enabled = row[2].value_or("O");
@@ -516,9 +516,9 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
     } else {
         auto failed = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + part.rel.qualified); });
         if (failed) {
-            if (pg::error_sqlstate(*failed) != "2BP01")
+            if (pg::error_sqlstate(*failed) != sqlstate::kDependentObjectsStillExist)
                 throw *failed;
-            throw UserError("2BP01", "cannot drop the replaced partition \"" + part.rel.display + "\": other objects depend on it",
+            throw UserError(sqlstate::kDependentObjectsStillExist, "cannot drop the replaced partition \"" + part.rel.display + "\": other objects depend on it",
                             pg::error_detail(*failed),
                             "Use keep_old => true, or drop and recreate the dependent objects; nothing was changed.");
         }
@@ -584,7 +584,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
         auto clash = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.text",
                                {Param::of_text(pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging.name))});
         if (!cell(clash).empty() && cell(clash) != part.rel.qualified)
-            throw UserError("42P07", "a relation named \"" + staging.name + "\" already exists in schema \"" + part.rel.schema + "\"",
+            throw UserError(sqlstate::kDuplicateTable, "a relation named \"" + staging.name + "\" already exists in schema \"" + part.rel.schema + "\"",
                             {}, "Name the staging table differently, or build it in schema \"" + part.rel.schema + "\".");
     }
     bool bound_check = false;

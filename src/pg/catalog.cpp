@@ -103,7 +103,7 @@ Relation describe_relation(std::uint32_t oid)
     rel.oid = oid;
     const char* relname = pg_call([&] { return get_rel_name(oid); });
     if (relname == nullptr) {
-        throw UserError("42P01", "relation with OID " + std::to_string(oid) + " does not exist");
+        throw UserError(sqlstate::kUndefinedTable, "relation with OID " + std::to_string(oid) + " does not exist");
     }
     rel.name = relname;
     const Oid nsp = pg_call([&] { return get_rel_namespace(oid); });
@@ -265,7 +265,7 @@ std::string btree_operator(std::uint32_t type_oid, int strategy, const std::stri
     });
     if (op == InvalidOid) {
         const char* type_name = pg_call([&] { return format_type_be(type_oid); });
-        throw UserError("42883", "column \"" + column + "\" has type " + type_name +
+        throw UserError(sqlstate::kUndefinedFunction, "column \"" + column + "\" has type " + type_name +
                                      ", which has no default btree operator class",
                         {}, "Keys and versions need a type with an ordering (a default btree operator class).");
     }

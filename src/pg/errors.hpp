@@ -49,9 +49,21 @@ inline constexpr const char* kInsufficientPrivilege = "42501";
 inline constexpr const char* kUndefinedTable = "42P01";
 inline constexpr const char* kDuplicateTable = "42P07";
 inline constexpr const char* kSerializationFailure = "40001";
+inline constexpr const char* kFeatureNotSupported = "0A000";
+inline constexpr const char* kCheckViolation = "23514";
+inline constexpr const char* kDependentObjectsStillExist = "2BP01";
+inline constexpr const char* kInvalidSchemaName = "3F000";
+inline constexpr const char* kInvalidName = "42602";
+inline constexpr const char* kUndefinedFunction = "42883";
+inline constexpr const char* kGeneratedAlways = "428C9";
+inline constexpr const char* kInvalidTableDefinition = "42P16";
+inline constexpr const char* kProgramLimitExceeded = "54000";
 // The extension's own class "ID" (implementation-defined classes start with
 // I-Z): an idempotency key reused for a different request.
 inline constexpr const char* kFingerprintMismatch = "ID001";
+// A job whose second run changed what its first run wrote
+// (idem.assert_rerun_safe).
+inline constexpr const char* kNotRerunSafe = "ID002";
 // Two different keys of one scope with the same MD5 (idem.keys finds a key by
 // md5(key)): the second is refused instead of being taken for the first.
 inline constexpr const char* kKeyHashCollision = "ID003";

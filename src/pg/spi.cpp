@@ -153,12 +153,12 @@ void check_spi(int rc, const char* what)
     // not an error: they are the caller's mistakes, reported as PL/pgSQL
     // reports them (0A000), not as internal errors.
     if (rc == SPI_ERROR_TRANSACTION) {
-        throw UserError("0A000", "transaction control statements cannot run inside a pg_idempotent function",
+        throw UserError(sqlstate::kFeatureNotSupported, "transaction control statements cannot run inside a pg_idempotent function",
                         "The statement would run inside the caller's transaction, which it cannot end.",
                         "Commit or roll back in the caller, after the function returns.");
     }
     if (rc == SPI_ERROR_COPY) {
-        throw UserError("0A000", "COPY to or from the client cannot run inside a pg_idempotent function", {},
+        throw UserError(sqlstate::kFeatureNotSupported, "COPY to or from the client cannot run inside a pg_idempotent function", {},
                         "Use COPY to or from a file, or INSERT ... SELECT.");
     }
     if (rc < 0) {

@@ -45,7 +45,7 @@ bool type_is_ordered(std::uint32_t type)
 int compare_values(const TypedValue& a, const TypedValue& b)
 {
     if (!type_is_ordered(a.type))
-        throw UserError("42883", "type " + type_display(a.type) + " has no default btree ordering",
+        throw UserError(sqlstate::kUndefinedFunction, "type " + type_display(a.type) + " has no default btree ordering",
                         {}, "Use a type that can be sorted (numbers, dates, timestamps, text, pg_lsn...).");
     return pg_call([&] {
         TypeCacheEntry* entry = lookup_type_cache(a.type, TYPECACHE_CMP_PROC_FINFO);

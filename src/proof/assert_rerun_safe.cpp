@@ -18,7 +18,6 @@ using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
 // The extension's own class "ID": the job changed the tables when rerun.
-const char* const kNotRerunSafe = "ID002";
 constexpr std::size_t kSampleRows = 5;
 
 struct Watched {
@@ -148,7 +147,7 @@ void assert_rerun_safe(FunctionCallInfoBaseData* fcinfo, const std::string& job,
                     continue;
                 const std::string detail =
                     describe_difference(spi, watched[t], first_counts[t], row_counts(spi, watched[t]));
-                throw UserError(kNotRerunSafe,
+                throw UserError(sqlstate::kNotRerunSafe,
                                 "job is not rerun-safe: run " + std::to_string(run) + " changed \"" +
                                     watched[t].rel.display + "\"",
                                 "Run 1 left " + first + ", run " + std::to_string(run) + " left " + d.text() + ".\n" +

@@ -49,7 +49,7 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
     Dataset d;
     if (parts == 1) {
         if (!row[3])
-            throw UserError("3F000", "no schema has been selected to create the dataset in",
+            throw UserError(sqlstate::kInvalidSchemaName, "no schema has been selected to create the dataset in",
                             {}, "Qualify the dataset name with its schema.");
         d.schema = *row[3];
         d.name = row[0].value_or("");
@@ -57,7 +57,7 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
         d.schema = row[0].value_or("");
         d.name = row[1].value_or("");
     } else {
-        throw UserError("42602", "dataset name \"" + dataset + "\" has too many dots",
+        throw UserError(sqlstate::kInvalidName, "dataset name \"" + dataset + "\" has too many dots",
                         {}, "Name the view as view or schema.view.");
     }
     d.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(d.name);
@@ -216,9 +216,9 @@ void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
         try {
             spi.execute(sql);
         } catch (pg::PgError& e) {
-            if (pg::error_sqlstate(e) != "42P16")
+            if (pg::error_sqlstate(e) != sqlstate::kInvalidTableDefinition)
                 throw;
-            throw UserError("42P16",
+            throw UserError(sqlstate::kInvalidTableDefinition,
                             "the new version of dataset \"" + d.display + "\" removes, renames or retypes a column",
                             "A version may append columns; the view readers query cannot lose or change one.",
                             "Keep the old columns (add new ones at the end), or drop the view and its dependents first.");
@@ -423,7 +423,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
                             "It returned " + std::to_string(r.rows.size()) + " rows of " +
                                 std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
         if (r.rows[0][0] != std::optional<std::string>("t"))
-            throw UserError("23514", "audit of dataset \"" + d.display + "\" failed: nothing was published",
+            throw UserError(sqlstate::kCheckViolation, "audit of dataset \"" + d.display + "\" failed: nothing was published",
                             "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +
                                 std::to_string(version) + " (" + std::to_string(rows) + " rows).",
                             "Readers still see the current version.");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The layout's one hard rule (docs/code-layout.md): PostgreSQL's headers enter
+# The layout's two hard rules (docs/code-layout.md): PostgreSQL's headers enter
 # through src/pg/postgres.hpp, and only src/pg/, src/pg_native/ and the entry
-# shims (src/pg_idempotent.cpp) include it or any PostgreSQL header. Prints
-# each file that breaks the rule and exits 1; exits 0 when none does.
+# shims (src/pg_idempotent.cpp) include it or any PostgreSQL header; and
+# SQLSTATEs are named in src/pg/errors.hpp only. Prints what breaks them
+# and exits 1; exits 0 when nothing does.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,4 +20,12 @@ while IFS= read -r f; do
         bad=1
     fi
 done < <(find src -name '*.cpp' -o -name '*.hpp' | sort)
+
+# Every SQLSTATE the C++ code raises or compares is named once, in
+# src/pg/errors.hpp (pg::sqlstate): a five-character code written out
+# anywhere else is either a duplicate name or an error docs/errors.md misses.
+if grep -rnE '"[0-9A-Z]{5}"' src --include='*.cpp' --include='*.hpp' | grep -v '^src/pg/errors.hpp:'; then
+    echo "layout: SQLSTATE literals outside src/pg/errors.hpp; name them in pg::sqlstate" >&2
+    bad=1
+fi
 exit "$bad"
