@@ -9,6 +9,7 @@
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
+#include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/unit_lock.hpp"
 
@@ -120,87 +121,82 @@ void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation
     record_run(spi, clock, run);
 }
 
-}  // namespace
-
-void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const MergeSource& source,
-           const MergeOptions& options)
+// The target: a table or a partitioned table.
+pg::Relation describe_target(std::uint32_t target_oid)
 {
-    const RunClock clock;
-    pg::SpiSession spi;
-    const pg::Relation target = pg::describe_relation(target_oid);
+    pg::Relation target = pg::describe_relation(target_oid);
     if (target.kind != 'r' && target.kind != 'p') {
         throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
                         "idem.merge writes into a table or a partitioned table.");
     }
+    return target;
+}
 
-    // The source's columns, by name.
-    std::optional<pg::Relation> src_rel;
-    std::vector<pg::Column> src_cols;
-    std::string source_sql;
+// The source as merge reads it: its columns, by distinct names, and the
+// SELECT that yields them.
+struct SourceShape {
+    std::optional<pg::Relation> relation;  // when the source is a relation
+    std::vector<pg::Column> columns;
+    std::string sql;
+};
+
+SourceShape describe_source(const MergeSource& source)
+{
+    SourceShape shape;
     if (source.relation) {
-        src_rel = pg::describe_relation(*source.relation);
-        if (std::string("rpvmf").find(src_rel->kind) == std::string::npos)
-            throw UserError(sqlstate::kWrongObjectType, "\"" + src_rel->display + "\" is not a table or view",
+        shape.relation = pg::describe_relation(*source.relation);
+        const pg::Relation& rel = *shape.relation;
+        if (std::string("rpvmf").find(rel.kind) == std::string::npos)
+            throw UserError(sqlstate::kWrongObjectType, "\"" + rel.display + "\" is not a table or view",
                             "The source of idem.merge is a table, view, materialized view or foreign table.");
-        src_cols = src_rel->columns;
+        shape.columns = rel.columns;
         std::vector<std::string> quoted;
-        for (const auto& c : src_cols)
+        for (const auto& c : shape.columns)
             quoted.push_back(pg::quote_ident(c.name));
-        source_sql = core::select_columns(quoted, src_rel->qualified);
+        shape.sql = core::select_columns(quoted, rel.qualified);
     } else {
-        src_cols = pg::describe_query(*source.query);
-        source_sql = *source.query;
+        shape.columns = pg::describe_query(*source.query);
+        shape.sql = *source.query;
     }
-    {
-        std::set<std::string> names;
-        for (const auto& c : src_cols)
-            if (!names.insert(c.name).second)
-                throw UserError(sqlstate::kDuplicateColumn, "the source has more than one column named \"" + c.name + "\"",
-                                {}, "Give every source column a distinct name (AS ...).");
-    }
+    std::set<std::string> names;
+    for (const auto& c : shape.columns)
+        if (!names.insert(c.name).second)
+            throw UserError(sqlstate::kDuplicateColumn, "the source has more than one column named \"" + c.name + "\"",
+                            {}, "Give every source column a distinct name (AS ...).");
+    return shape;
+}
 
-    const auto indexes = pg::unique_indexes(target_oid);
-    const std::vector<std::string> key = resolve_key(target, options, indexes);
-    for (const auto& k : key)
-        if (find_column(src_cols, k) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
-    require_unique_index(target, key, indexes);
+void check_version_column(const std::string& v, const SourceShape& src, const pg::Relation& target,
+                          const std::vector<std::string>& key)
+{
+    if (find_column(src.columns, v) == nullptr)
+        throw UserError(sqlstate::kUndefinedColumn, "version column \"" + v + "\" is missing from the source");
+    if (find_column(target.columns, v) == nullptr)
+        throw UserError(sqlstate::kUndefinedColumn,
+                        "version column \"" + v + "\" does not exist in \"" + target.display + "\"");
+    if (std::find(key.begin(), key.end(), v) != key.end())
+        throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be a key column");
+}
 
-    // version_column and delete_column.
-    if (options.version_column) {
-        const auto& v = *options.version_column;
-        if (find_column(src_cols, v) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "version column \"" + v + "\" is missing from the source");
-        if (find_column(target.columns, v) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn,
-                            "version column \"" + v + "\" does not exist in \"" + target.display + "\"");
-        if (std::find(key.begin(), key.end(), v) != key.end())
-            throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be a key column");
-    }
-    if (options.delete_column) {
-        const auto& d = *options.delete_column;
-        const pg::Column* dc = find_column(src_cols, d);
-        if (dc == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "delete column \"" + d + "\" is missing from the source");
-        if (dc->type_oid != 16 /* BOOLOID */)
-            throw UserError(sqlstate::kDatatypeMismatch, "delete column \"" + d + "\" must be boolean",
-                            "It is " + dc->type_name + ".");
-        if (std::find(key.begin(), key.end(), d) != key.end() || options.version_column == d)
-            throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be a key or the version column");
-    }
+void check_delete_column(const std::string& d, const SourceShape& src, const MergeOptions& options,
+                         const std::vector<std::string>& key)
+{
+    const pg::Column* dc = find_column(src.columns, d);
+    if (dc == nullptr)
+        throw UserError(sqlstate::kUndefinedColumn, "delete column \"" + d + "\" is missing from the source");
+    if (!pg::is_boolean_type(dc->type_oid))
+        throw UserError(sqlstate::kDatatypeMismatch, "delete column \"" + d + "\" must be boolean",
+                        "It is " + dc->type_name + ".");
+    if (std::find(key.begin(), key.end(), d) != key.end() || options.version_column == d)
+        throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be a key or the version column");
+}
 
-    const bool override_identity = [&] {
-        auto r = spi.query("SELECT pg_catalog.current_setting('idem.override_identity', true)");
-        const auto& v = r.rows.at(0).at(0);
-        return v && (*v == "on" || *v == "true" || *v == "1");
-    }();
-
-    // What an insert writes: every source column the target has (generated
-    // columns never), except the delete flag.
-    core::MergeSpec spec;
-    spec.target = target.qualified;
-    spec.source_sql = source_sql;
-    for (const auto& sc : src_cols) {
+// What an insert writes: every source column the target has (generated
+// columns never), except the delete flag.
+void plan_insert_columns(core::MergeSpec& spec, const SourceShape& src, const pg::Relation& target,
+                         const MergeOptions& options)
+{
+    for (const auto& sc : src.columns) {
         if (options.delete_column && sc.name == *options.delete_column)
             continue;
         const pg::Column* tc = find_column(target.columns, sc.name);
@@ -214,7 +210,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
         }
         if (tc->generated != '\0')
             continue;  // generated columns are computed by the target, never written
-        if (tc->identity == 'a' && !override_identity) {
+        if (tc->identity == 'a' && !spec.override_identity) {
             throw UserError(sqlstate::kGeneratedAlways, "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
                             "idem.merge does not silently override identity values.",
                             "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
@@ -227,54 +223,83 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
         }
         spec.insert_columns.push_back(pg::assignment_target(*tc));
     }
+}
+
+void plan_keys(core::MergeSpec& spec, const pg::Relation& target, const std::vector<std::string>& key)
+{
     for (const auto& k : key) {
         const pg::Column* tc = find_column(target.columns, k);
         spec.keys.push_back(pg::assignment_target(*tc));
         spec.key_eq.push_back(pg::btree_operator(tc->type_oid, 3, k));
     }
+}
 
-    // What an update writes.
-    auto is_key = [&](const std::string& n) { return std::find(key.begin(), key.end(), n) != key.end(); };
-    if (options.columns) {
-        std::set<std::string> seen;
-        for (const auto& c : *options.columns) {
-            if (!seen.insert(c).second)
-                throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns");
-            const pg::Column* tc = find_column(target.columns, c);
-            if (tc == nullptr)
-                throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
-            if (find_column(src_cols, c) == nullptr)
-                throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns is missing from the source");
-            if (is_key(c))
-                throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in columns",
-                                "Keys identify rows; they are never updated.");
-            if (tc->generated != '\0' || tc->identity == 'a')
-                throw UserError(sqlstate::kGeneratedAlways, "column \"" + c + "\" named in columns cannot be updated",
-                                "It is a generated or GENERATED ALWAYS identity column.");
-            spec.update_columns.push_back(pg::assignment_target(*tc));
-        }
-        if (options.version_column && seen.count(*options.version_column) == 0)
-            spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, *options.version_column)));
-    } else {
-        for (const auto& c : spec.insert_columns) {
-            bool skip = false;
-            for (const auto& k : spec.keys)
-                skip = skip || k.name == c.name;
-            for (const auto& tc : target.columns)
-                if (pg::quote_ident(tc.name) == c.name && tc.identity == 'a')
-                    skip = true;  // identity ALWAYS can be inserted (override) but not updated
-            if (!skip)
-                spec.update_columns.push_back(c);
-        }
+// What an update writes, with columns given: exactly those (and the version).
+void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, const pg::Relation& target,
+                               const MergeOptions& options, const std::vector<std::string>& key)
+{
+    std::set<std::string> seen;
+    for (const auto& c : *options.columns) {
+        if (!seen.insert(c).second)
+            throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns");
+        const pg::Column* tc = find_column(target.columns, c);
+        if (tc == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
+        if (find_column(src.columns, c) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns is missing from the source");
+        if (std::find(key.begin(), key.end(), c) != key.end())
+            throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in columns",
+                            "Keys identify rows; they are never updated.");
+        if (tc->generated != '\0' || tc->identity == 'a')
+            throw UserError(sqlstate::kGeneratedAlways, "column \"" + c + "\" named in columns cannot be updated",
+                            "It is a generated or GENERATED ALWAYS identity column.");
+        spec.update_columns.push_back(pg::assignment_target(*tc));
     }
+    if (options.version_column && seen.count(*options.version_column) == 0)
+        spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, *options.version_column)));
+}
 
-    if (options.version_column) {
-        const pg::Column* vc = find_column(target.columns, *options.version_column);
-        spec.version = pg::assignment_target(*vc);
-        spec.version_lt = pg::btree_operator(vc->type_oid, 1, vc->name);
-        spec.version_eq = pg::btree_operator(vc->type_oid, 3, vc->name);
-        spec.version_type = vc->qualified_type;
+// What an update writes by default: what an insert writes but the keys and
+// identity ALWAYS columns (which an insert may override, an update never).
+void plan_default_update_columns(core::MergeSpec& spec, const pg::Relation& target)
+{
+    for (const auto& c : spec.insert_columns) {
+        bool skip = false;
+        for (const auto& k : spec.keys)
+            skip = skip || k.name == c.name;
+        for (const auto& tc : target.columns)
+            if (pg::quote_ident(tc.name) == c.name && tc.identity == 'a')
+                skip = true;
+        if (!skip)
+            spec.update_columns.push_back(c);
     }
+}
+
+void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::string& version_column)
+{
+    const pg::Column* vc = find_column(target.columns, version_column);
+    spec.version = pg::assignment_target(*vc);
+    spec.version_lt = pg::btree_operator(vc->type_oid, 1, vc->name);
+    spec.version_eq = pg::btree_operator(vc->type_oid, 3, vc->name);
+    spec.version_type = vc->qualified_type;
+}
+
+// The whole statement's plan, from the checked target, source and key.
+core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, const MergeSource& source,
+                           const MergeOptions& options, const std::vector<std::string>& key)
+{
+    core::MergeSpec spec;
+    spec.target = target.qualified;
+    spec.source_sql = src.sql;
+    spec.override_identity = pg::override_identity();
+    plan_insert_columns(spec, src, target, options);
+    plan_keys(spec, target, key);
+    if (options.columns)
+        plan_named_update_columns(spec, src, target, options, key);
+    else
+        plan_default_update_columns(spec, target);
+    if (options.version_column)
+        plan_version(spec, target, *options.version_column);
     if (options.delete_column)
         spec.delete_column = pg::quote_ident(*options.delete_column);
     spec.tombstones = options.version_column.has_value() && options.delete_column.has_value();
@@ -282,41 +307,64 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     spec.delete_scope = options.delete_scope;
     spec.allow_empty = options.allow_empty;
     spec.dry_run = options.dry_run;
-    spec.override_identity = override_identity;
     spec.partitioned = target.kind == 'p';
-    const bool unique_source = source_has_unique_not_null_key(source, src_rel ? &*src_rel : nullptr, key, target);
+    const bool unique_source =
+        source_has_unique_not_null_key(source, src.relation ? &*src.relation : nullptr, key, target);
     spec.check_nulls = !unique_source;
     spec.check_duplicates = !unique_source;
+    return spec;
+}
 
-    // Merges of one target run one after another. Each takes its row locks
-    // in two passes (the new keys as it inserts them, then the rows it
-    // updates or deletes), each in key order; two merges that see one key
-    // differently (new to one, committed meanwhile by the other) would take
-    // them in orders that cross, and one would fail with a deadlock. A merge
-    // that waited here sees what the first one committed: a rerun finds
-    // nothing to do. The lock is the extension's own (pg/unit_lock.hpp).
-    if (!options.dry_run) {
-        // The privileges the statement needs, before the lock: a role that
-        // may not write the target cannot queue on it (nor hold it).
-        const bool deletes = options.delete_missing || options.delete_column.has_value();
-        if (deletes)
-            pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
-                                                      pg::TablePrivilege::kUpdate, pg::TablePrivilege::kDelete},
-                                         "idem.merge");
-        else
-            pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
-                                                      pg::TablePrivilege::kUpdate},
-                                         "idem.merge");
-        pg::lock_unit(pg::UnitLockSpace::kMergeTarget, target_oid, pg::UnitLockMode::kExclusive);
-    }
-    // delete_missing: serialized with every other writer of the target.
-    if (options.delete_missing && !options.dry_run)
+// Merges of one target run one after another. Each takes its row locks in
+// two passes (the new keys as it inserts them, then the rows it updates or
+// deletes), each in key order; two merges that see one key differently (new
+// to one, committed meanwhile by the other) would take them in orders that
+// cross, and one would fail with a deadlock. A merge that waited here sees
+// what the first one committed: a rerun finds nothing to do. The lock is the
+// extension's own (pg/unit_lock.hpp). The privileges the statement needs are
+// checked before it: a role that may not write the target cannot queue on it
+// (nor hold it). delete_missing is also serialized with every other writer.
+void lock_target(pg::SpiSession& spi, const pg::Relation& target, const MergeOptions& options)
+{
+    using P = pg::TablePrivilege;
+    if (options.delete_missing || options.delete_column.has_value())
+        pg::require_table_privileges(target.oid, {P::kSelect, P::kInsert, P::kUpdate, P::kDelete}, "idem.merge");
+    else
+        pg::require_table_privileges(target.oid, {P::kSelect, P::kInsert, P::kUpdate}, "idem.merge");
+    pg::lock_unit(pg::UnitLockSpace::kMergeTarget, target.oid, pg::UnitLockMode::kExclusive);
+    if (options.delete_missing)
         spi.execute("LOCK TABLE " + target.qualified + " IN SHARE ROW EXCLUSIVE MODE");
+}
+
+}  // namespace
+
+void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const MergeSource& source,
+           const MergeOptions& options)
+{
+    const RunClock clock;
+    pg::SpiSession spi;
+    const pg::Relation target = describe_target(target_oid);
+    const SourceShape src = describe_source(source);
+
+    const auto indexes = pg::unique_indexes(target_oid);
+    const std::vector<std::string> key = resolve_key(target, options, indexes);
+    for (const auto& k : key)
+        if (find_column(src.columns, k) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+    require_unique_index(target, key, indexes);
+    if (options.version_column)
+        check_version_column(*options.version_column, src, target, key);
+    if (options.delete_column)
+        check_delete_column(*options.delete_column, src, options, key);
+
+    const core::MergeSpec spec = plan_merge(target, src, source, options, key);
+    if (!options.dry_run)
+        lock_target(spi, target, options);
 
     // One row of counts: inserted, updated, deleted, unchanged, stale.
     const pg::QueryResult counts = spi.query(core::build_merge_sql(spec), {pg::Param::of_oid(target_oid)}, true);
     if (!options.dry_run)
-        record_merge(spi, clock, target, src_rel, counts);
+        record_merge(spi, clock, target, src.relation, counts);
     pg::return_text_rows(fcinfo, counts.rows);
     spi.finish();
 }

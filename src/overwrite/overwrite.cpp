@@ -1,5 +1,6 @@
 #include "overwrite/overwrite.hpp"
 
+#include <functional>
 #include <memory>
 
 #include "common/run_history.hpp"
@@ -247,20 +248,6 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
                     {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
 }
 
-// A row outside the bound makes PostgreSQL's own partition check fail
-// (23514, naming one row); the caller gets the count, as the contract says.
-[[noreturn]] void explain_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
-                                       const pg::PgError& error)
-{
-    const std::int64_t outside = count_of(spi, "SELECT * FROM (" + rows + ") AS k WHERE (" + part.constraint + ") IS FALSE");
-    if (outside == 0)
-        throw error;
-    throw UserError(sqlstate::kCheckViolation,
-                    std::to_string(outside) + " rows of the query fall outside partition \"" + part.rel.display + "\"",
-                    "Its bound is: " + part.bound,
-                    "Every row must belong to the partition it overwrites; nothing was changed.");
-}
-
 // What an INSERT ... RETURNING stored: the digest of its rows and, when it
 // returned them after the columns (xmin, cmin), their stamp.
 struct Inserted {
@@ -288,28 +275,35 @@ Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, bool wi
     return out;
 }
 
-// Mode 'rewrite': DELETE and INSERT in place, in a subtransaction so that a
-// row outside the bound can be explained and leaves nothing half-done.
-// Replaces the partition's rows with the query's. Two ways:
-//
-// - One statement, WITH idem_deleted AS (DELETE ...) INSERT ...: the query
-//   sees the rows as they were before the call (a job may recompute its unit
-//   from itself), and foreign keys that reference the rows (NO ACTION) are
-//   checked at its end, when the rows with the same keys are back. The
-//   INSERT reads the DELETE's count first (a one-time filter), so the old
-//   rows are gone before the first new one meets a unique index. The price:
-//   the deleted rows are kept in the CTE's tuplestore (spilled beyond
-//   work_mem: about 0.5 s for 1M rows).
-// - Without a referencing foreign key, first a DELETE and then an INSERT,
-//   in a subtransaction. The INSERT's query runs after the DELETE, so it is
-//   only right when it returns the rows the comparison hashed (expected):
-//   the INSERT's RETURNING digest checks that, and on any difference (the
-//   query read the unit, or is volatile, or a source changed meanwhile) the
-//   subtransaction is rolled back and the one statement runs instead.
-//
-// Either way the RETURNING digest is of the rows as stored (after any
-// BEFORE trigger), which the record of the partition keeps for the next
-// rerun.
+// The two ways to replace a unit's rows, tried in order. `two_statements`
+// (a DELETE and then an INSERT, allowed when no foreign key references the
+// rows) throws QueryChangedUnderfoot when its INSERT stored other rows than
+// the comparison saw (the query read the unit, is volatile, or a source
+// changed meanwhile): it is rolled back, and `one_statement` (WITH ... DELETE
+// ... INSERT: the query sees the rows as they were, and referencing foreign
+// keys are checked once the rows with the same keys are back) runs instead.
+// Each runs in a subtransaction; the PostgreSQL error that rolled it back is
+// returned, for the caller to explain.
+std::optional<pg::PgError> delete_then_insert(bool two_statements_allowed, const std::function<void()>& two_statements,
+                                              const std::function<void()>& one_statement)
+{
+    if (two_statements_allowed) {
+        try {
+            return pg::try_in_subtransaction(two_statements);
+        } catch (const QueryChangedUnderfoot&) {
+            // rolled back; once more, as one statement
+        }
+    }
+    return pg::try_in_subtransaction(one_statement);
+}
+
+// Mode 'rewrite': the partition's rows replaced by the query's in place
+// (delete_then_insert). The one statement's INSERT reads the DELETE's count
+// first (a one-time filter), so the old rows are gone before the first new
+// one meets a unique index; it keeps the deleted rows in its CTE's
+// tuplestore, which is why two statements are tried first. Either way the
+// RETURNING digest is of the rows as stored (after any BEFORE trigger),
+// which the record of the partition keeps for the next rerun.
 std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                                const std::string& rows, const IncomingRows& in)
 {
@@ -319,35 +313,26 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
     // the partition afterwards would scan past every row just deleted.
     const bool with_stamp = may_read_stamps(spi, part.rel);
     const std::string returning = " RETURNING " + insert_columns(parent) + (with_stamp ? ", xmin, cmin" : "");
-    bool two_statements = !referenced_by_foreign_keys(spi, part.rel.oid);
     Inserted written;
-    std::optional<pg::PgError> failed;
-    for (;;) {
-        try {
-            failed = pg::try_in_subtransaction([&] {
-                if (two_statements) {
-                    spi.execute("DELETE FROM " + part.rel.qualified);
-                    written = digest_inserted(spi, insert + rows + returning, with_stamp);
-                    if (written.digest.text() != expected)
-                        throw QueryChangedUnderfoot{};
-                    return;
-                }
-                written = digest_inserted(spi,
-                                          "WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) " +
-                                              insert + "SELECT * FROM (" + rows + ") AS r WHERE (SELECT pg_catalog.count(*)"
-                                              " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" + returning,
-                                          with_stamp);
-            });
-        } catch (const QueryChangedUnderfoot&) {
-            two_statements = false;  // rolled back; once more, as one statement
-            continue;
-        }
-        break;
-    }
+    const auto failed = delete_then_insert(
+        !referenced_by_foreign_keys(spi, part.rel.oid),
+        [&] {
+            spi.execute("DELETE FROM " + part.rel.qualified);
+            written = digest_inserted(spi, insert + rows + returning, with_stamp);
+            if (written.digest.text() != expected)
+                throw QueryChangedUnderfoot{};
+        },
+        [&] {
+            written = digest_inserted(spi,
+                                      "WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) " +
+                                          insert + "SELECT * FROM (" + rows + ") AS r WHERE (SELECT pg_catalog.count(*)"
+                                          " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" + returning,
+                                      with_stamp);
+        });
     if (failed) {
         if (pg::error_sqlstate(*failed) != sqlstate::kCheckViolation)
             throw *failed;
-        explain_rows_outside(spi, part, rows, *failed);
+        throw_rows_outside(spi, part, rows, "the query", *failed);
     }
     record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.digest.text(),
                         preimage_of(written.digest.text(), in), written.stamp);
@@ -381,6 +366,189 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
     return written.count();
 }
 
+// The result row of replace_where or overwrite_partition, recorded in the
+// run history and returned to the caller.
+void finish_run(FunctionCallInfoBaseData* fcinfo, pg::SpiSession& spi, const RunClock& clock, const RunRecord& run,
+                const pg::Row& result)
+{
+    record_run(spi, clock, run);
+    pg::return_text_rows(fcinfo, {result});
+    spi.finish();
+}
+
+pg::Relation describe_table(std::uint32_t oid)
+{
+    pg::Relation target = pg::describe_relation(oid);
+    if (target.kind != 'r' && target.kind != 'p')
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table");
+    return target;
+}
+
+// Every new row must belong to the unit it replaces.
+void require_rows_in_unit(pg::SpiSession& spi, const pg::Relation& target, const std::string& rows,
+                          const std::string& predicate)
+{
+    const std::string rows_named = "SELECT * FROM (" + rows + ") AS " + pg::quote_ident(target.name);
+    const std::int64_t outside = count_of(spi, rows_named + " WHERE NOT COALESCE((" + predicate + "\n), false)");
+    if (outside > 0)
+        throw UserError(sqlstate::kCheckViolation,
+                        std::to_string(outside) + " rows of the query do not satisfy the predicate of \"" +
+                            target.display + "\"",
+                        "The predicate was: " + predicate,
+                        "Every inserted row must belong to the unit of work it replaces; nothing was changed.");
+}
+
+// replace_where's write (delete_then_insert): how many rows went and came.
+std::pair<std::int64_t, std::int64_t> replace_unit(pg::SpiSession& spi, const pg::Relation& target,
+                                                   const std::string& predicate, const std::string& rows,
+                                                   const std::string& incoming)
+{
+    const std::string where = " WHERE (" + predicate + "\n)";
+    const std::string insert = "INSERT INTO " + target.qualified + " (" + insert_columns(target) + ") " + rows;
+    std::int64_t deleted = 0;
+    std::int64_t inserted = 0;
+    const auto failed = delete_then_insert(
+        !referenced_by_foreign_keys(spi, target.oid),
+        [&] {
+            deleted = static_cast<std::int64_t>(spi.execute("DELETE FROM " + target.qualified + where));
+            const core::MultisetDigest written = spi.digest_rows(insert + " RETURNING " + insert_columns(target));
+            if (written.text() != incoming)
+                throw QueryChangedUnderfoot{};
+            inserted = static_cast<std::int64_t>(written.count());
+        },
+        [&] {
+            const pg::QueryResult both = spi.query(
+                "WITH idem_deleted AS (DELETE FROM " + target.qualified + where + " RETURNING 1), idem_inserted AS (" +
+                insert + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted), (SELECT"
+                " pg_catalog.count(*) FROM idem_inserted)");
+            deleted = std::stoll(both.rows.at(0).at(0).value_or("0"));
+            inserted = std::stoll(both.rows.at(0).at(1).value_or("0"));
+        });
+    if (failed)
+        throw *failed;
+    return {deleted, inserted};
+}
+
+// The partition key of overwrite_partition: one plain column (multi-column
+// keys go through swap_partition).
+struct PartitionKey {
+    std::string column;
+    std::uint32_t type = 0;
+};
+
+PartitionKey partition_key(pg::SpiSession& spi, const pg::Relation& parent)
+{
+    auto key = spi.query("SELECT pt.partnatts::pg_catalog.text, a.attname::pg_catalog.text,"
+                         " a.atttypid::pg_catalog.text"
+                         " FROM pg_catalog.pg_partitioned_table pt"
+                         " LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) pt.partrelid"
+                         "  AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0]"
+                         " WHERE pt.partrelid OPERATOR(pg_catalog.=) $1",
+                         {Param::of_oid(parent.oid)});
+    const auto& krow = key.rows.at(0);
+    if (krow[0] != std::optional<std::string>("1") || !krow[1])
+        throw UserError(sqlstate::kFeatureNotSupported, "overwrite_partition needs a partition key of one column",
+                        "\"" + parent.display + "\" is partitioned on several columns or an expression.",
+                        "Build the partition yourself and use idem.swap_partition.");
+    return {*krow[1], static_cast<std::uint32_t>(std::stoul(krow[2].value_or("0")))};
+}
+
+// The value as a parameter of the key's type (the text overload casts, as
+// the caller would).
+Param key_value_param(const PartitionKey& key, const pg::TypedValue& value, const std::optional<std::string>& value_text)
+{
+    if (value_text)
+        return Param::of_text(*value_text);
+    if (value.is_null)
+        throw UserError(sqlstate::kNullValueNotAllowed, "value must not be NULL");
+    if (value.type != key.type && !pg::can_assign(value.type, key.type))
+        throw UserError(sqlstate::kDatatypeMismatch,
+                        "value is " + pg::type_display(value.type) + " and the partition key \"" + key.column +
+                            "\" is " + pg::type_display(key.type));
+    return Param::of_value(value);
+}
+
+// The partition whose bound holds the value. A concurrent swap that commits
+// while we read drops the partition we are looking at (42P01): look again,
+// with a snapshot that sees the new one.
+Partition find_partition(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
+                         const Param& key_param)
+{
+    const std::string key_cast = "$1::" + pg::type_qualified(key.type);
+    for (int attempt = 1;; ++attempt) {
+        std::optional<Partition> found;
+        std::optional<pg::PgError> failed;
+        try {
+            failed = pg::try_in_subtransaction(
+                [&] { found = partition_holding(spi, parent, key.column, key_cast, key_param); });
+        } catch (const UserError& e) {
+            if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
+                throw;
+            continue;
+        }
+        if (!failed)
+            return std::move(*found);
+        if (pg::error_sqlstate(*failed) != sqlstate::kUndefinedTable || attempt == 3)
+            throw *failed;
+    }
+}
+
+// The partition, found again once its own lock is held, because a
+// concurrent swap may have replaced it meanwhile.
+Partition lock_partition_to_overwrite(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
+                                      const Param& key_param, const std::optional<std::string>& lock_timeout)
+{
+    const Partition found = find_partition(spi, parent, key, key_param);
+    lock_partition_unit(spi, found, lock_timeout, "partition \"" + found.rel.display + "\"");
+    Partition part = find_partition(spi, parent, key, key_param);
+    if (part.partitioned)
+        throw UserError(sqlstate::kFeatureNotSupported, "partition \"" + part.rel.display + "\" is itself partitioned",
+                        {}, "Overwrite its own partitions.");
+    return part;
+}
+
+// The checks and the lock before overwrite_partition reads any partition:
+// the caller's privileges, ownership for a swap (before the lock a swap
+// holds alone), then the first lock (partitions.hpp).
+pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_oid, bool swap,
+                                      const std::optional<std::string>& lock_timeout)
+{
+    const pg::Relation parent = pg::describe_relation(parent_oid);
+    if (parent.kind != 'p')
+        throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table",
+                        {}, "For a table that is not partitioned, use idem.replace_where.");
+    pg::require_table_privileges(parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
+                                              pg::TablePrivilege::kDelete},
+                                 "overwrite_partition");
+    if (swap)
+        check_ownership(spi, {parent_oid});
+    lock_partitioned_table_unit(spi, parent_oid, swap, lock_timeout, "\"" + parent.display + "\"");
+    return parent;
+}
+
+// The digest of the partition's rows when the query returns the same rows
+// (nothing to write), else nullopt with `now` and `incoming` filled for the
+// write. The partition's digest comes from the record of what this function
+// last wrote there, when the rows prove untouched since; else by hashing
+// them. When the query returns the very rows whose casts the partition holds
+// there is no cast to compute (written_units.hpp); when they differ, the
+// query is read once more to hash its rows cast: a write after a change pays
+// that pass, which spares every identical rerun the casts.
+std::optional<std::string> unchanged_digest(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
+                                            const ConvertedQuery& converted, std::string& now,
+                                            std::optional<IncomingRows>& incoming)
+{
+    const std::optional<WrittenUnit> record = witnessed_unit(spi, part.rel, unit_shape(parent, part.rel));
+    if (record && record->preimage && !converted.preimage_shape.empty() &&
+        record->preimage->shape == converted.preimage_shape && returns_preimage(spi, converted, *record->preimage))
+        return record->digest;
+    now = record ? record->digest : rows_digest(spi, parent, stored_rows(parent, part.rel.qualified));
+    incoming = incoming_rows(spi, parent, converted);
+    if (now == incoming->cast)
+        return now;
+    return std::nullopt;
+}
+
 }  // namespace
 
 void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const std::string& predicate,
@@ -391,9 +559,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
                         {}, "Pass the condition that selects the unit of work, e.g. day = '2024-07-07'.");
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation target = pg::describe_relation(target_oid);
-    if (target.kind != 'r' && target.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table");
+    const pg::Relation target = describe_table(target_oid);
     // The caller's privileges before anything else (the lock below is held
     // to the end of the transaction).
     pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
@@ -404,75 +570,27 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     lock_table_unit(spi, target_oid, lock_timeout, "\"" + target.display + "\"");
 
     const std::string rows = converted_rows(target, query);
-    const std::string unit = stored_rows(target, target.qualified) + " WHERE (" + predicate + "\n)";
-    const std::string rows_named = "SELECT * FROM (" + rows + ") AS " + pg::quote_ident(target.name);
-    // Every new row must belong to the unit it replaces.
-    const std::int64_t outside = count_of(spi, rows_named + " WHERE NOT COALESCE((" + predicate + "\n), false)");
-    if (outside > 0)
-        throw UserError(sqlstate::kCheckViolation,
-                        std::to_string(outside) + " rows of the query do not satisfy the predicate of \"" +
-                            target.display + "\"",
-                        "The predicate was: " + predicate,
-                        "Every inserted row must belong to the unit of work it replaces; nothing was changed.");
-    // The same rows (as stored) already there: write nothing at all.
+    require_rows_in_unit(spi, target, rows, predicate);
     RunRecord run;
     run.function = "replace_where";
     run.target = target.display;
     run.unit = predicate;
+    // The same rows (as stored) already there: write nothing at all.
     const std::string incoming = rows_digest(spi, target, rows);
+    const std::string unit = stored_rows(target, target.qualified) + " WHERE (" + predicate + "\n)";
     if (rows_digest(spi, target, unit) == incoming) {
         run.action = "skipped";
         run.counts = {{"deleted", 0}, {"inserted", 0}};
         run.rows_written = 0;
-        record_run(spi, clock, run);
-        pg::return_text_rows(fcinfo, {{std::string("0"), std::string("0")}});
-        spi.finish();
+        finish_run(fcinfo, spi, clock, run, {std::string("0"), std::string("0")});
         return;
     }
-    // As rewrite_in_place: a DELETE and then an INSERT whose RETURNING
-    // digest must be the one compared; otherwise (or with a referencing
-    // foreign key) one statement.
-    std::int64_t deleted = 0;
-    std::int64_t inserted = 0;
-    bool done = false;
-    if (!referenced_by_foreign_keys(spi, target_oid)) {
-        try {
-            auto failed = pg::try_in_subtransaction([&] {
-                deleted = static_cast<std::int64_t>(
-                    spi.execute("DELETE FROM " + target.qualified + " WHERE (" + predicate + "\n)"));
-                const core::MultisetDigest written = spi.digest_rows(
-                    "INSERT INTO " + target.qualified + " (" + insert_columns(target) + ") " + rows + " RETURNING " +
-                    insert_columns(target));
-                if (written.text() != incoming)
-                    throw QueryChangedUnderfoot{};
-                inserted = static_cast<std::int64_t>(written.count());
-            });
-            if (failed)
-                throw *failed;
-            done = true;
-        } catch (const QueryChangedUnderfoot&) {
-            // rolled back; once more, as one statement
-        }
-    }
-    if (!done) {
-        // One statement, so foreign keys that reference the replaced rows (NO
-        // ACTION) are checked once the rows with the same keys are back, and
-        // the query sees the rows as they were.
-        const pg::QueryResult both =
-            spi.query("WITH idem_deleted AS (DELETE FROM " + target.qualified + " WHERE (" + predicate +
-                      "\n) RETURNING 1), idem_inserted AS (INSERT INTO " + target.qualified + " (" +
-                      insert_columns(target) + ") " + rows + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM"
-                      " idem_deleted), (SELECT pg_catalog.count(*) FROM idem_inserted)");
-        deleted = std::stoll(both.rows.at(0).at(0).value_or("0"));
-        inserted = std::stoll(both.rows.at(0).at(1).value_or("0"));
-    }
+    const auto [deleted, inserted] = replace_unit(spi, target, predicate, rows, incoming);
     run.action = "replaced";
     run.counts = {{"deleted", deleted}, {"inserted", inserted}};
     run.rows_written = deleted + inserted;
     run.changed = true;
-    record_run(spi, clock, run);
-    pg::return_text_rows(fcinfo, {{std::to_string(deleted), std::to_string(inserted)}});
-    spi.finish();
+    finish_run(fcinfo, spi, clock, run, {std::to_string(deleted), std::to_string(inserted)});
 }
 
 void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_oid, const pg::TypedValue& value,
@@ -481,128 +599,42 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
 {
     if (mode != "rewrite" && mode != "swap")
         throw UserError(sqlstate::kInvalidParameterValue, "mode must be 'rewrite' or 'swap', not '" + mode + "'");
+    const bool swap = mode == "swap";
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation parent = pg::describe_relation(parent_oid);
-    if (parent.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table",
-                        {}, "For a table that is not partitioned, use idem.replace_where.");
-    pg::require_table_privileges(parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
-                                              pg::TablePrivilege::kDelete},
-                                 "overwrite_partition");
-    // A swap needs ownership: checked before the lock a swap holds alone.
-    if (mode == "swap")
-        check_ownership(spi, {parent_oid});
-    // The first lock, before any relation is read (partitions.hpp): a swap
-    // holds it alone, rewrites share it.
-    lock_partitioned_table_unit(spi, parent_oid, mode == "swap", lock_timeout, "\"" + parent.display + "\"");
-    // The partition key: one plain column (multi-column keys go through
-    // swap_partition).
-    auto key = spi.query("SELECT pt.partnatts::pg_catalog.text, a.attname::pg_catalog.text,"
-                         " a.atttypid::pg_catalog.text"
-                         " FROM pg_catalog.pg_partitioned_table pt"
-                         " LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) pt.partrelid"
-                         "  AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0]"
-                         " WHERE pt.partrelid OPERATOR(pg_catalog.=) $1",
-                         {Param::of_oid(parent_oid)});
-    const auto& krow = key.rows.at(0);
-    if (krow[0] != std::optional<std::string>("1") || !krow[1])
-        throw UserError(sqlstate::kFeatureNotSupported, "overwrite_partition needs a partition key of one column",
-                        "\"" + parent.display + "\" is partitioned on several columns or an expression.",
-                        "Build the partition yourself and use idem.swap_partition.");
-    const std::string key_column = *krow[1];
-    const auto key_type = static_cast<std::uint32_t>(std::stoul(krow[2].value_or("0")));
+    const pg::Relation parent = lock_parent_to_overwrite(spi, parent_oid, swap, lock_timeout);
+    const PartitionKey key = partition_key(spi, parent);
+    const Param key_param = key_value_param(key, value, value_text);
+    const Partition part = lock_partition_to_overwrite(spi, parent, key, key_param, lock_timeout);
 
-    // The value as the key's type (the text overload casts, as the caller).
-    Param key_param = Param::of_value(value);
-    if (value_text) {
-        key_param = Param::of_text(*value_text);
-    } else if (value.is_null) {
-        throw UserError(sqlstate::kNullValueNotAllowed, "value must not be NULL");
-    }
-    const std::string key_cast = "$1::" + pg::type_qualified(key_type);
-    if (!value_text && value.type != key_type && !pg::can_assign(value.type, key_type))
-        throw UserError(sqlstate::kDatatypeMismatch,
-                        "value is " + pg::type_display(value.type) + " and the partition key \"" + key_column + "\" is " +
-                            pg::type_display(key_type));
-
-    // The partition whose bound holds the value; found again once the unit
-    // lock is held, because a concurrent swap may have replaced it meanwhile.
-    // A concurrent swap that commits while we read drops the partition we
-    // are looking at (42P01 "relation with OID ... does not exist"): look
-    // again, with a snapshot that sees the new one.
-    auto find = [&] {
-        for (int attempt = 1;; ++attempt) {
-            std::optional<Partition> found;
-            std::optional<pg::PgError> failed;
-            try {
-                failed = pg::try_in_subtransaction(
-                    [&] { found = partition_holding(spi, parent, key_column, key_cast, key_param); });
-            } catch (const UserError& e) {
-                if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
-                    throw;
-                continue;
-            }
-            if (!failed)
-                return std::move(*found);
-            if (pg::error_sqlstate(*failed) != sqlstate::kUndefinedTable || attempt == 3)
-                throw *failed;
-        }
-    };
-    const Partition found = find();
-    lock_partition_unit(spi, found, lock_timeout, "partition \"" + found.rel.display + "\"");
-    const Partition part = find();
-    if (part.partitioned)
-        throw UserError(sqlstate::kFeatureNotSupported, "partition \"" + part.rel.display + "\" is itself partitioned",
-                        {}, "Overwrite its own partitions.");
-
-    // The same rows already there: nothing is written at all (no staging
-    // table, no lock on the parent).
-    const ConvertedQuery converted = convert_query(parent, query, true);
-    const std::string rows = converted.rows();
-    // The partition's digest: from the record of what this function last
-    // wrote there, when the rows prove untouched since; else by hashing them.
-    const std::optional<WrittenUnit> record = witnessed_unit(spi, part.rel, unit_shape(parent, part.rel));
     RunRecord run;
     run.function = "overwrite_partition";
     run.target = parent.display;
     run.unit = part.rel.display;
-    auto skip = [&](const std::string& digest) {
-        const auto unchanged = static_cast<std::int64_t>(core::digest_text_count(digest));
+    // The same rows already there: nothing is written at all (no staging
+    // table, no lock on the parent).
+    const ConvertedQuery converted = convert_query(parent, query, true);
+    std::string now;
+    std::optional<IncomingRows> incoming;
+    if (const auto same = unchanged_digest(spi, parent, part, converted, now, incoming)) {
+        const auto unchanged = static_cast<std::int64_t>(core::digest_text_count(*same));
         run.action = "skipped";
         run.counts = {{"unchanged", unchanged}};
         run.rows_written = 0;
-        record_run(spi, clock, run);
-        pg::return_text_rows(fcinfo, {{std::string("skipped"), std::to_string(unchanged)}});
-        spi.finish();
-    };
-    // The query returns the very rows whose casts the partition holds: no
-    // cast to compute (see written_units.hpp). When they differ, the query is
-    // read once more below, to hash its rows cast: a write after a change
-    // pays that pass (about 0.1 s for 1M rows), which spares every identical
-    // rerun the casts.
-    if (record && record->preimage && !converted.preimage_shape.empty() &&
-        record->preimage->shape == converted.preimage_shape && returns_preimage(spi, converted, *record->preimage)) {
-        skip(record->digest);
+        finish_run(fcinfo, spi, clock, run, {std::string("skipped"), std::to_string(unchanged)});
         return;
     }
-    const std::string now = record ? record->digest : rows_digest(spi, parent, stored_rows(parent, part.rel.qualified));
-    const IncomingRows incoming = incoming_rows(spi, parent, converted);
-    if (now == incoming.cast) {
-        skip(now);
-        return;
-    }
+    const std::string rows = converted.rows();
     const auto written = static_cast<std::int64_t>(
-        mode == "swap" ? load_and_swap(spi, parent, part, rows, incoming, keep_old, lock_timeout)
-                       : rewrite_in_place(spi, parent, part, rows, incoming));
-    run.action = mode == "swap" ? "swapped" : "rewritten";
+        swap ? load_and_swap(spi, parent, part, rows, *incoming, keep_old, lock_timeout)
+             : rewrite_in_place(spi, parent, part, rows, *incoming));
     // The old rows went with them (deleted in place, or with the old table).
-    run.counts = {{"replaced", static_cast<std::int64_t>(core::digest_text_count(now))}, {"inserted", written}};
-    run.rows_written = static_cast<std::int64_t>(core::digest_text_count(now)) + written;
+    const auto replaced = static_cast<std::int64_t>(core::digest_text_count(now));
+    run.action = swap ? "swapped" : "rewritten";
+    run.counts = {{"replaced", replaced}, {"inserted", written}};
+    run.rows_written = replaced + written;
     run.changed = true;
-    record_run(spi, clock, run);
-    pg::return_text_rows(fcinfo, {{run.action, std::to_string(written)}});
-    spi.finish();
+    finish_run(fcinfo, spi, clock, run, {run.action, std::to_string(written)});
 }
 
 }  // namespace pg_idempotent

@@ -110,4 +110,18 @@ void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
     lock_unit(spi, pg::UnitLockSpace::kPartition, partition.rel.oid, pg::UnitLockMode::kExclusive, lock_timeout, what);
 }
 
+void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
+                        const std::string& rows_are, const pg::PgError& cause)
+{
+    auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + rows + ") AS k WHERE (" +
+                       part.constraint + ") IS FALSE");
+    const std::string outside = n.rows.at(0).at(0).value_or("0");
+    if (outside == "0")
+        throw cause;
+    throw UserError(sqlstate::kCheckViolation,
+                    outside + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
+                    "Its bound is: " + part.bound,
+                    "Every row must belong to the partition it replaces; nothing was changed.");
+}
+
 }  // namespace pg_idempotent

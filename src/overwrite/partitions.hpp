@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pg/catalog.hpp"
+#include "pg/errors.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
@@ -64,5 +65,14 @@ void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
 // as DETAIL and HINT "nothing was changed".
 void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout,
                       const std::string& message, const std::function<void()>& fn);
+
+
+// A row outside the partition's bound makes PostgreSQL's own check fail
+// (23514, naming one row, `cause`); the caller gets how many of `rows` (a
+// SELECT, described as `rows_are`: "the query", "staging table ...") fall
+// outside, with the bound. When none does, the failure was another check's,
+// and `cause` is raised as it was.
+[[noreturn]] void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
+                                     const std::string& rows_are, const pg::PgError& cause);
 
 }  // namespace pg_idempotent

@@ -200,7 +200,7 @@ void check_default_partition(pg::SpiSession& spi, const Partition& part)
 // Building on the staging table, before the parent is locked.
 
 // The CHECK equal to the bound. One scan of the staging table; when rows fall
-// outside, a second one counts them for the message.
+// outside, a second one counts them for the message (partitions.hpp).
 bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging, const std::string& rows_are)
 {
     if (part.constraint == "true")
@@ -212,11 +212,7 @@ bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relat
         return true;
     if (pg::error_sqlstate(*failed) != sqlstate::kCheckViolation)
         throw *failed;
-    auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + staging.qualified + " WHERE (" +
-                       part.constraint + ") IS FALSE");
-    throw UserError(sqlstate::kCheckViolation, cell(n) + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
-                    "Its bound is: " + part.bound,
-                    "Every row must belong to the partition it replaces; nothing was changed.");
+    throw_rows_outside(spi, part, "SELECT * FROM " + staging.qualified, rows_are, *failed);
 }
 
 // The parent's CHECK constraints (ATTACH requires them, by name).

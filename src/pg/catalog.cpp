@@ -59,6 +59,11 @@ std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid)
     }
 }
 
+bool is_boolean_type(std::uint32_t type_oid)
+{
+    return type_oid == BOOLOID;
+}
+
 core::MergeColumn assignment_target(const Column& column)
 {
     core::MergeColumn c{quote_ident(column.name), column.qualified_type, quote_literal(column.name)};

@@ -59,6 +59,9 @@ std::vector<Column> describe_query(const std::string& sql);
 // the way their unique indexes do. UserError 42883 when the type has none.
 std::string btree_operator(std::uint32_t type_oid, int strategy, const std::string& column);
 
+// Whether the type is boolean (not a domain over it: a flag merge reads).
+bool is_boolean_type(std::uint32_t type_oid);
+
 // Whether a value of type from converts to type to by assignment (as INSERT does).
 bool can_assign(std::uint32_t from, std::uint32_t to);
 

@@ -63,6 +63,11 @@ void with_settings(const Settings& settings, const std::function<void()>& fn)
     restore();
 }
 
+bool override_identity()
+{
+    return override_identity_setting;
+}
+
 HistoryMode history_mode() { return static_cast<HistoryMode>(history_setting); }
 
 bool transaction_is_read_only() { return XactReadOnly || RecoveryInProgress(); }

@@ -37,6 +37,10 @@ void define_settings();
 
 HistoryMode history_mode();
 
+// idem.override_identity: whether merge may write GENERATED ALWAYS identity
+// columns (OVERRIDING SYSTEM VALUE).
+bool override_identity();
+
 // A read-only transaction (SET TRANSACTION READ ONLY, default_transaction_
 // read_only, every transaction on a hot standby): idem writes no bookkeeping
 // there, so what may run there still runs.
