@@ -315,6 +315,135 @@ void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* func
     record_run(spi, clock, run);
 }
 
+// A query's or a relation's columns, as "name type," each: two versions
+// with the same rows but renamed or retyped columns are not the same content.
+std::string shape_of(const std::vector<pg::Column>& columns)
+{
+    std::string shape;
+    for (const auto& c : columns)
+        shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
+    return shape;
+}
+
+// The current version, when it holds the same content as the query's rows:
+// the same checksum and shape, with its view and version table still in
+// place. Read as the extension owner, before any lock.
+std::optional<int> same_as_current(pg::SpiSession& spi, const Dataset& d, const std::string& checksum,
+                                   const std::string& shape)
+{
+    std::optional<int> same;
+    std::optional<std::uint32_t> relation;
+    std::optional<std::string> recorded_view;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved(std::string("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text,") +
+                                 (has_registry() ? " d.view_relid::pg_catalog.oid::pg_catalog.text" : " NULL") +
+                                 " FROM idem.datasets d JOIN idem.dataset_versions v"
+                                 " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
+                                 " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
+                                 " AND v.version OPERATOR(pg_catalog.=) d.current_version"
+                                 " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
+                                 " AND v.checksum OPERATOR(pg_catalog.=) $3",
+                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
+        if (!r.rows.empty()) {
+            same = std::stoi(r.rows[0][0].value_or("0"));
+            relation = static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0")));
+            recorded_view = r.rows[0][2];
+        }
+    });
+    if (!same)
+        return std::nullopt;
+    auto view = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
+                          " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
+                          {Param::of_text(d.qualified), Param::of_oid(*relation)});
+    if (!view.rows.at(0)[0] || !view.rows.at(0)[1] || (recorded_view && view.rows[0][0] != recorded_view))
+        return std::nullopt;  // the view or the version table is gone, or another view: publish anew
+    if (shape_of(pg::describe_relation(*relation).columns) != shape)
+        return std::nullopt;
+    return same;
+}
+
+// lock_timeout bounds every wait publish causes: the dataset's row (a
+// concurrent publish of it) and the view.
+State lock_state_within(pg::SpiSession& spi, const Dataset& d, const std::optional<std::string>& lock_timeout)
+{
+    State state;
+    if (lock_timeout)
+        pg::with_lock_timeout(pg::lock_timeout_setting(spi, *lock_timeout), [&] { state = lock_state(spi, d); });
+    else
+        state = lock_state(spi, d);
+    return state;
+}
+
+// A new immutable version table, built as the caller and owned by the
+// dataset's registered owner (readers reach it through the view, with the
+// view owner's rights, never whoever owns a view by that name).
+struct VersionTable {
+    std::string qualified;
+    std::uint32_t oid = 0;
+    std::uint64_t rows = 0;
+    // The stored table's checksum (a volatile query, or writes between two
+    // runs of it, cannot make the record lie).
+    std::string checksum;
+};
+
+VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int version, const std::string& query,
+                                 std::uint32_t owner)
+{
+    VersionTable t;
+    t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(version_table_name(d.name, version));
+    t.rows = spi.execute("CREATE TABLE " + t.qualified + " AS " + query);
+    spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
+                pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
+                                  " (immutable; readers query the view)"));
+    auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
+                              {Param::of_text(t.qualified)});
+    t.oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
+    t.checksum = spi.digest_rows("SELECT * FROM " + t.qualified).text();
+    if (owner != pg::current_user_id())
+        spi.execute("ALTER TABLE " + t.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
+    return t;
+}
+
+// Write-audit-publish: the audit sees the candidate as idem_candidate (a
+// CTE, not a temporary object; the audit a subquery, so it may have a WITH
+// of its own) and must answer true.
+void run_audit(pg::SpiSession& spi, const Dataset& d, int version, const VersionTable& t, const std::string& audit)
+{
+    auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + t.qualified + ") SELECT * FROM " +
+                       core::as_subquery(audit) + " AS idem_audit");
+    if (r.rows.size() != 1 || r.rows[0].size() != 1)
+        throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
+                        "It returned " + std::to_string(r.rows.size()) + " rows of " +
+                            std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
+    if (r.rows[0][0] != std::optional<std::string>("t"))
+        throw UserError(sqlstate::kCheckViolation, "audit of dataset \"" + d.display + "\" failed: nothing was published",
+                        "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +
+                            std::to_string(version) + " (" + std::to_string(t.rows) + " rows).",
+                        "Readers still see the current version.");
+}
+
+// The view now reads the new version. A view this publish created (a member
+// of the registered owner's role publishing after the view was dropped) goes
+// to the registered owner, as the version tables do; then the version is
+// registered as the current one.
+void flip_to_version(pg::SpiSession& spi, const Dataset& d, int version, const VersionTable& t,
+                     const std::optional<std::uint32_t>& view_before, std::uint32_t owner,
+                     const std::optional<std::string>& lock_timeout)
+{
+    flip(spi, d, t.oid, lock_timeout);
+    if (const auto view = existing_view(spi, d);
+        view && view->owner == pg::current_user_id() && owner != pg::current_user_id())
+        spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
+    require_view_kept(spi, d, view_before, owner);
+    pg::as_extension_owner([&] {
+        spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
+                        " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
+                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+                         Param::of_oid(t.oid), Param::of_int8(static_cast<std::int64_t>(t.rows)), Param::of_text(t.checksum)});
+    });
+    set_current(spi, d, version, version + 1);
+}
+
 }  // namespace
 
 std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
@@ -329,123 +458,31 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     // The query's rows, checksummed without writing anything (as the caller),
     // and compared with the current version before any lock is taken: an
-    // identical republish writes nothing at all, not even a row lock. The
-    // same content means the same rows, the same column names and types, and
-    // the view still in place.
+    // identical republish writes nothing at all, not even a row lock.
     const core::MultisetDigest digest = spi.digest_rows(query);
-    const std::string checksum = digest.text();
-    std::string shape;
-    for (const auto& c : pg::describe_query(query))
-        shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
-    auto same_as_current = [&]() -> std::optional<int> {
-        std::optional<int> same;
-        std::optional<std::uint32_t> relation;
-        std::optional<std::string> recorded_view;
-        pg::as_extension_owner([&] {
-            auto r = spi.query_saved(std::string("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text,") +
-                                     (has_registry() ? " d.view_relid::pg_catalog.oid::pg_catalog.text" : " NULL") +
-                                     " FROM idem.datasets d JOIN idem.dataset_versions v"
-                                     " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
-                                     " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
-                                     " AND v.version OPERATOR(pg_catalog.=) d.current_version"
-                                     " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
-                                     " AND v.checksum OPERATOR(pg_catalog.=) $3",
-                                     {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
-            if (!r.rows.empty()) {
-                same = std::stoi(r.rows[0][0].value_or("0"));
-                relation = static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0")));
-                recorded_view = r.rows[0][2];
-            }
-        });
-        if (!same)
-            return std::nullopt;
-        auto view = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
-                              " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
-                              {Param::of_text(d.qualified), Param::of_oid(*relation)});
-        if (!view.rows.at(0)[0] || !view.rows.at(0)[1] || (recorded_view && view.rows[0][0] != recorded_view))
-            return std::nullopt;  // the view or the version table is gone, or another view: publish anew
-        std::string current_shape;
-        for (const auto& c : pg::describe_relation(*relation).columns)
-            current_shape += pg::quote_ident(c.name) + " " + c.qualified_type + ",";
-        if (current_shape != shape)
-            return std::nullopt;  // renamed or retyped columns: not the same content
-        return same;
-    };
+    const std::string shape = shape_of(pg::describe_query(query));
     // The same content: a rerun publishes nothing (and records that).
     auto unchanged = [&](int same) {
         record_publish(spi, clock, "publish", d, same, "unchanged", static_cast<std::int64_t>(digest.count()), false);
         spi.finish();
         return same;
     };
-    if (auto same = same_as_current())
+    if (auto same = same_as_current(spi, d, digest.text(), shape))
         return unchanged(*same);
-    // lock_timeout bounds every wait publish causes: the dataset's row (a
-    // concurrent publish of it) and the view.
-    State state;
-    if (lock_timeout)
-        pg::with_lock_timeout(pg::lock_timeout_setting(spi, *lock_timeout), [&] { state = lock_state(spi, d); });
-    else
-        state = lock_state(spi, d);
+    const State state = lock_state_within(spi, d, lock_timeout);
     // A concurrent publish of the same content may have won the lock first.
-    if (auto same = same_as_current())
+    if (auto same = same_as_current(spi, d, digest.text(), shape))
         return unchanged(*same);
     const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
     const std::uint32_t owner = registered_owner(spi, d, state);
 
-    // A new immutable version table, built as the caller.
     const int version = state.next;
-    const std::string table_name = version_table_name(d.name, version);
-    const std::string table = pg::quote_ident(d.schema) + "." + pg::quote_ident(table_name);
-    const std::uint64_t rows = spi.execute("CREATE TABLE " + table + " AS " + query);
-    spi.execute("COMMENT ON TABLE " + table + " IS " +
-                pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
-                                  " (immutable; readers query the view)"));
-    auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
-                              {Param::of_text(table)});
-    const auto table_oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
-    // The recorded checksum is the stored table's (a volatile query, or
-    // writes between the two runs of it, cannot make the record lie).
-    const std::string stored_checksum = spi.digest_rows("SELECT * FROM " + table).text();
-    // Readers reach the version through the view, with the view owner's
-    // rights: every version belongs to the dataset's registered owner (who
-    // owns the view publish made), never to whoever owns a view by that name.
-    if (owner != pg::current_user_id())
-        spi.execute("ALTER TABLE " + table + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
-
-    // Write-audit-publish: the audit sees the candidate as idem_candidate (a
-    // CTE, not a temporary object) and must answer true.
-    if (audit) {
-        // The audit as a subquery: it may have a WITH of its own.
-        auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + table + ") SELECT * FROM " +
-                           core::as_subquery(*audit) + " AS idem_audit");
-        if (r.rows.size() != 1 || r.rows[0].size() != 1)
-            throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
-                            "It returned " + std::to_string(r.rows.size()) + " rows of " +
-                                std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
-        if (r.rows[0][0] != std::optional<std::string>("t"))
-            throw UserError(sqlstate::kCheckViolation, "audit of dataset \"" + d.display + "\" failed: nothing was published",
-                            "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +
-                                std::to_string(version) + " (" + std::to_string(rows) + " rows).",
-                            "Readers still see the current version.");
-    }
-
-    flip(spi, d, table_oid, lock_timeout);
-    // A view this publish created (a member of the registered owner's role
-    // publishing after the view was dropped) goes to the registered owner, as
-    // the version tables do.
-    if (const auto view = existing_view(spi, d);
-        view && view->owner == pg::current_user_id() && owner != pg::current_user_id())
-        spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
-    require_view_kept(spi, d, view_before, owner);
-    pg::as_extension_owner([&] {
-        spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
-                        " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
-                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
-                         Param::of_oid(table_oid), Param::of_int8(static_cast<std::int64_t>(rows)), Param::of_text(stored_checksum)});
-    });
-    set_current(spi, d, version, version + 1);
+    const VersionTable table = build_version_table(spi, d, version, query, owner);
+    if (audit)
+        run_audit(spi, d, version, table, *audit);
+    flip_to_version(spi, d, version, table, view_before, owner, lock_timeout);
     retain(spi, d, keep, version);
-    record_publish(spi, clock, "publish", d, version, "published", static_cast<std::int64_t>(rows), true);
+    record_publish(spi, clock, "publish", d, version, "published", static_cast<std::int64_t>(table.rows), true);
     spi.finish();
     return version;
 }
