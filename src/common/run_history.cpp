@@ -1,5 +1,6 @@
 #include "common/run_history.hpp"
 
+#include "common/installed_sql.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
@@ -54,13 +55,12 @@ void record_run(pg::SpiSession& spi, const RunClock& clock, const RunRecord& run
     // A module newer than the installed SQL (the package is upgraded, ALTER
     // EXTENSION pg_idempotent UPDATE has not run yet) keeps working as the
     // old version did, without a history.
-    if (!pg::relation_exists("idem", "run_log"))
+    if (!sql_has(SqlFeature::kRunLog))
         return;
     // Who ran it: the caller's current role (after SET ROLE), before the switch.
     const std::string role = pg::current_user_name();
     const std::uint32_t role_oid = pg::current_user_id();
-    // Before 0.7.0 the log has no column for the role's OID.
-    const bool has_role_oid = pg::column_exists("idem", "run_log", "role");
+    const bool has_role_oid = sql_has(SqlFeature::kRunLogRoleOid);
     const std::int64_t micros = clock.elapsed_microseconds();
     const pg::Params params = {
         pg::Param::of_text(run.function), pg::Param::of_text(capped(run.target)), pg::Param::of_text(capped(run.unit)),

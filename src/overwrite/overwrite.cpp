@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
@@ -520,8 +521,10 @@ pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_
     pg::require_table_privileges(parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
                                               pg::TablePrivilege::kDelete},
                                  "overwrite_partition");
-    if (swap)
+    if (swap) {
+        require_sql(SqlFeature::kSwapCarryFunctions, "overwrite_partition in mode 'swap'");
         check_ownership(spi, {parent_oid});
+    }
     lock_partitioned_table_unit(spi, parent_oid, swap, lock_timeout, "\"" + parent.display + "\"");
     return parent;
 }

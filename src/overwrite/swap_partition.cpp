@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
@@ -303,6 +304,21 @@ void add_parent_foreign_keys(pg::SpiSession& spi, const Partition& part, const p
                     row[1].value_or(""));
 }
 
+// Runs, in order, the statements an install-script function (function:
+// qualified, args: the partition, the staging table and its quoted name)
+// returns to give the staging table what the partition has. deparsed: the
+// statements hold deparsed expressions (canonical settings).
+void run_statements(pg::SpiSession& spi, const std::string& function, const Partition& part,
+                    const pg::Relation& staging, bool deparsed)
+{
+    const std::string sql = "SELECT s FROM " + function +
+                            "($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.oid::pg_catalog.regclass, $3) s";
+    const pg::Params params = {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid), Param::of_text(staging.qualified)};
+    const QueryResult r = deparsed ? deparse(spi, sql, params) : spi.query(sql, params);
+    for (const auto& row : r.rows)
+        spi.execute(row[0].value_or(""));
+}
+
 // The old partition's own triggers (the parent's are cloned by ATTACH), with
 // their enabled state.
 void carry_triggers(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
@@ -334,21 +350,7 @@ void carry_triggers(pg::SpiSession& spi, const Partition& part, const pg::Relati
 // Row-level security: the partition's policies and its ENABLE / FORCE flags.
 void carry_row_security(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto r = deparse(
-        spi,
-        "SELECT pg_catalog.format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', p.polname, $3::pg_catalog.text,"
-        "  CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,"
-        "  CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE' WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,"
-        "  (SELECT pg_catalog.string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
-        "     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r)) END, ', ') FROM pg_catalog.unnest(p.polroles) r),"
-        "  ' USING (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(p.polqual, p.polrelid) OPERATOR(pg_catalog.||) ')',"
-        "  ' WITH CHECK (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid) OPERATOR(pg_catalog.||) ')')"
-        " FROM pg_catalog.pg_policy p WHERE p.polrelid OPERATOR(pg_catalog.=) $1 AND NOT EXISTS (SELECT FROM pg_catalog.pg_policy s"
-        "   WHERE s.polrelid OPERATOR(pg_catalog.=) $2 AND s.polname OPERATOR(pg_catalog.=) p.polname)"
-        " ORDER BY p.oid",
-        {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid), Param::of_text(staging.qualified)});
-    for (const auto& row : r.rows)
-        spi.execute(row[0].value_or(""));
+    run_statements(spi, "idem._policy_statements", part, staging, true);
     auto flags = spi.query("SELECT o.relrowsecurity::pg_catalog.text, o.relforcerowsecurity::pg_catalog.text,"
                            " s.relrowsecurity::pg_catalog.text, s.relforcerowsecurity::pg_catalog.text"
                            " FROM pg_catalog.pg_class o, pg_catalog.pg_class s"
@@ -366,21 +368,7 @@ void carry_row_security(pg::SpiSession& spi, const Partition& part, const pg::Re
 // identity FULL / NOTHING (USING INDEX is set after ATTACH, see below).
 void carry_properties(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto comments = spi.query(
-        "SELECT CASE WHEN d.objsubid OPERATOR(pg_catalog.=) 0 THEN 'COMMENT ON TABLE ' OPERATOR(pg_catalog.||) $3"
-        "  ELSE 'COMMENT ON COLUMN ' OPERATOR(pg_catalog.||) $3 OPERATOR(pg_catalog.||) '.'"
-        "   OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) END"
-        "  OPERATOR(pg_catalog.||) ' IS ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(d.description)"
-        " FROM pg_catalog.pg_description d"
-        " LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objoid"
-        "  AND a.attnum OPERATOR(pg_catalog.=) d.objsubid"
-        " WHERE d.objoid OPERATOR(pg_catalog.=) $1 AND d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-        " AND (d.objsubid OPERATOR(pg_catalog.=) 0 OR EXISTS (SELECT FROM pg_catalog.pg_attribute s"
-        "   WHERE s.attrelid OPERATOR(pg_catalog.=) $2 AND s.attname OPERATOR(pg_catalog.=) a.attname AND NOT s.attisdropped))"
-        " ORDER BY d.objsubid",
-        {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid), Param::of_text(staging.qualified)});
-    for (const auto& row : comments.rows)
-        spi.execute(row[0].value_or(""));
+    run_statements(spi, "idem._comment_statements", part, staging, false);
     auto props = spi.query(
         "SELECT (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o, '=', 1))"
         "   OPERATOR(pg_catalog.||) '=' OPERATOR(pg_catalog.||)"
@@ -409,39 +397,9 @@ void carry_owner_and_grants(pg::SpiSession& spi, const Partition& part, const pg
                            {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
     if (cell(owner, 0, 0) == "true")
         spi.execute("ALTER TABLE " + staging.qualified + " OWNER TO " + cell(owner, 0, 1));
-    // One statement per row, REVOKEs (step 1) before GRANTs (step 2); the
-    // grantor is not compared (it becomes the owner).
-    auto statements = spi.query(
-        "WITH acls AS ("
-        "  SELECT 'o' AS side, NULL::pg_catalog.name AS col,"
-        "   COALESCE(c.relacl, pg_catalog.acldefault('r', c.relowner)) AS acl"
-        "  FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1"
-        "  UNION ALL SELECT 's', NULL, COALESCE(c.relacl, pg_catalog.acldefault('r', c.relowner))"
-        "  FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2"
-        "  UNION ALL SELECT 'o', a.attname, a.attacl FROM pg_catalog.pg_attribute a"
-        "  WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attacl IS NOT NULL AND NOT a.attisdropped"
-        "  UNION ALL SELECT 's', a.attname, a.attacl FROM pg_catalog.pg_attribute a"
-        "  WHERE a.attrelid OPERATOR(pg_catalog.=) $2 AND a.attacl IS NOT NULL AND NOT a.attisdropped),"
-        " items AS (SELECT side, col, (pg_catalog.aclexplode(acl)).* FROM acls),"
-        " wanted AS (SELECT col, privilege_type, grantee, is_grantable FROM items WHERE side OPERATOR(pg_catalog.=) 'o'),"
-        " present AS (SELECT col, privilege_type, grantee, is_grantable FROM items WHERE side OPERATOR(pg_catalog.=) 's')"
-        " SELECT 1 AS step, 'REVOKE ' OPERATOR(pg_catalog.||) privilege_type"
-        "   OPERATOR(pg_catalog.||) COALESCE(' (' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(col) OPERATOR(pg_catalog.||) ')', '')"
-        "   OPERATOR(pg_catalog.||) ' ON ' OPERATOR(pg_catalog.||) $3 OPERATOR(pg_catalog.||) ' FROM '"
-        "   OPERATOR(pg_catalog.||) CASE WHEN grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
-        "     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(grantee)) END AS sql"
-        " FROM (SELECT * FROM present EXCEPT SELECT * FROM wanted) r"
-        " UNION ALL SELECT 2, 'GRANT ' OPERATOR(pg_catalog.||) privilege_type"
-        "   OPERATOR(pg_catalog.||) COALESCE(' (' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(col) OPERATOR(pg_catalog.||) ')', '')"
-        "   OPERATOR(pg_catalog.||) ' ON ' OPERATOR(pg_catalog.||) $3 OPERATOR(pg_catalog.||) ' TO '"
-        "   OPERATOR(pg_catalog.||) CASE WHEN grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'"
-        "     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(grantee)) END"
-        "   OPERATOR(pg_catalog.||) CASE WHEN is_grantable THEN ' WITH GRANT OPTION' ELSE '' END"
-        " FROM (SELECT * FROM wanted EXCEPT SELECT * FROM present) g"
-        " ORDER BY 1, 2",
-        {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid), Param::of_text(staging.qualified)});
-    for (const auto& row : statements.rows)
-        spi.execute(row[1].value_or(""));
+    // REVOKEs before GRANTs; the grantor is not compared (it becomes the
+    // owner).
+    run_statements(spi, "idem._acl_statements", part, staging, false);
 }
 
 // ---------------------------------------------------------------------------
@@ -608,6 +566,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
 std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_oid, bool keep_old,
                              const std::optional<std::string>& lock_timeout)
 {
+    require_sql(SqlFeature::kSwapCarryFunctions, "swap_partition");
     const RunClock clock;
     pg::SpiSession spi;
     // The partition was named (regclass) before this call began: a swap of

@@ -1,5 +1,6 @@
 #include "overwrite/written_units.hpp"
 
+#include "common/installed_sql.hpp"
 #include "core/digest.hpp"
 #include "core/sql_text.hpp"
 #include "pg/roles.hpp"
@@ -11,16 +12,12 @@ namespace {
 
 using pg::Param;
 
-// A module newer than the installed SQL (before ALTER EXTENSION ... UPDATE)
-// has no table to read or write: it hashes, as 0.3.0 did.
-bool installed() { return pg::relation_exists("idem", "written_units"); }
-
-// The query's preimage came with 0.5.0: a 0.5.0 module on a 0.4.0 database
-// keeps and reads records without it.
-bool keeps_preimages() { return pg::column_exists("idem", "written_units", "query_digest"); }
-
-// And the sample of the query's rows came with 0.6.0.
-bool keeps_samples() { return pg::column_exists("idem", "written_units", "query_sample"); }
+// Without the table (SQL objects older than the module) nothing is read or
+// written: the partition is hashed every time. Without the preimage or the
+// sample columns, records are kept and read without them.
+bool installed() { return sql_has(SqlFeature::kWrittenUnits); }
+bool keeps_preimages() { return sql_has(SqlFeature::kWrittenUnitPreimages); }
+bool keeps_samples() { return sql_has(SqlFeature::kWrittenUnitSamples); }
 
 }  // namespace
 

@@ -11,6 +11,7 @@ extern "C" {
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -18,7 +19,9 @@ extern "C" {
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
 #include "utils/lsyscache.h"
+#include "utils/catcache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 }
 
 namespace pg_idempotent::pg {
@@ -90,6 +93,23 @@ bool relation_exists(const std::string& schema, const std::string& name)
     return pg_call([&] {
         const Oid ns = get_namespace_oid(schema.c_str(), true);
         return OidIsValid(ns) && OidIsValid(get_relname_relid(name.c_str(), ns));
+    });
+}
+
+bool function_exists(const std::string& schema, const std::string& name)
+{
+    return pg_call([&]() noexcept {
+        const Oid ns = get_namespace_oid(schema.c_str(), true);
+        if (!OidIsValid(ns))
+            return false;
+        CatCList* list = SearchSysCacheList1(PROCNAMEARGSNSP, CStringGetDatum(name.c_str()));
+        bool found = false;
+        for (int i = 0; i < list->n_members && !found; ++i) {
+            const auto* proc = reinterpret_cast<Form_pg_proc>(GETSTRUCT(&list->members[i]->tuple));
+            found = proc->pronamespace == ns;
+        }
+        ReleaseSysCacheList(list);
+        return found;
     });
 }
 

@@ -101,6 +101,9 @@ core::MergeColumn assignment_target(const Column& column);
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
 bool relation_exists(const std::string& schema, const std::string& name);
 
+// Whether schema.name is a function (of any arguments; a syscache look-up).
+bool function_exists(const std::string& schema, const std::string& name);
+
 // Whether schema.table exists and has a live column of that name.
 bool column_exists(const std::string& schema, const std::string& table, const std::string& column);
 

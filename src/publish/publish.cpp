@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "common/scope_grants.hpp"
 #include "core/sql_text.hpp"
@@ -21,11 +22,11 @@ using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-// Whether idem.datasets records the view and the owner (0.7.0; a newer
-// module before ALTER EXTENSION ... UPDATE works as 0.6.0 did).
+// Whether idem.datasets records the view and the owner (without it, publish
+// works as 0.6.0 did).
 bool has_registry()
 {
-    return pg::column_exists("idem", "datasets", "view_relid");
+    return sql_has(SqlFeature::kDatasetRegistry);
 }
 
 struct Dataset {
