@@ -363,11 +363,12 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
     const std::string type_name = pg::type_display(from.type);
     std::string series;
     std::string base;
-    const bool interval_step = pg::type_display(step.type) == "interval";
+    const pg::TypeKind kind = pg::type_kind(from.type);
+    const bool interval_step = pg::type_kind(step.type) == pg::TypeKind::kInterval;
     if (interval_step) {
-        if (type_name == "date" || type_name == "timestamp without time zone")
+        if (kind == pg::TypeKind::kDate || kind == pg::TypeKind::kTimestamp)
             base = "pg_catalog.timestamp";
-        else if (type_name == "timestamp with time zone")
+        else if (kind == pg::TypeKind::kTimestamptz)
             base = "pg_catalog.timestamptz";
         else
             throw UserError(sqlstate::kUndefinedFunction, "an interval step needs dates or timestamps, not " + type_name,
@@ -378,7 +379,7 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
     } else {
         if (step.type != from.type)
             throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
-        if (type_name != "integer" && type_name != "bigint" && type_name != "numeric")
+        if (kind != pg::TypeKind::kInteger && kind != pg::TypeKind::kBigint && kind != pg::TypeKind::kNumeric)
             throw UserError(sqlstate::kUndefinedFunction, "a numeric step needs integer, bigint or numeric values, not " + type_name);
         series = "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
                  " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
