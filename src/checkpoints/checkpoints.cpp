@@ -49,7 +49,8 @@ JobRow parse_row(const pg::QueryResult& r)
     JobRow row;
     if (r.rows.empty())
         return row;
-    // Jobs written before 0.7.0 may keep a domain: compared as its base type.
+    // A stored value_type may still name a domain (values are kept as their
+    // base type now, older rows may not be): compared as its base type.
     if (r.rows[0][0])
         row.type = pg::base_type(static_cast<std::uint32_t>(std::stoul(*r.rows[0][0])));
     row.watermark = r.rows[0][1];

@@ -68,7 +68,7 @@ std::string takeover_sql()
 
 // A key as messages show it: long keys are cut, the message stays readable.
 // The cut is on a UTF-8 character boundary (as publish's version table
-// names): a key cut inside a character made the whole message invalid UTF-8.
+// names): a cut inside a character would make the whole message invalid UTF-8.
 std::string shown(const std::string& key)
 {
     if (key.size() <= 80)
@@ -210,8 +210,8 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 {
     const Param scope = Param::of_text(request.scope);
     const Param key = Param::of_text(request.key);
-    // Insert first; read the row only when it already exists. A look-up
-    // first was measured slower for fresh keys (bench/keys.sh).
+    // Insert first; read the row only when it already exists: a fresh key
+    // costs one statement, not a look-up and then the insert.
     // Two rounds at most: a key forgotten between two steps is claimed anew.
     for (int attempt = 0; attempt < 2; ++attempt) {
         bool inserted = false;
@@ -291,9 +291,9 @@ BatchHashes batch_hashes(const std::vector<std::string>& keys, const std::string
 
 // Run after kClaimMany, which has waited for any concurrent claimer of those
 // hashes, so a row committed meanwhile is seen too. One index look-up of all
-// the hashes, the keys compared here: a join that computes md5() per pair was
-// planned as a nested loop on a fresh table (25 s for 5,000 keys,
-// test/t/070_bad_input_fuzz.pl).
+// the hashes, the keys compared here: a join that computes md5() per pair
+// can be planned as a nested loop (the planner has no statistics for a fresh
+// table), which grows with the square of the batch.
 void check_hashes_held(pg::SpiSession& spi, const std::string& scope, const BatchHashes& batch)
 {
     auto held = spi.query("SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
