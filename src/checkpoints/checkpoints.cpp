@@ -49,7 +49,8 @@ JobRow parse_row(const pg::QueryResult& r)
     JobRow row;
     if (r.rows.empty())
         return row;
-    // Jobs written before 0.7.0 may keep a domain: compared as its base type.
+    // A stored value_type may still name a domain (values are kept as their
+    // base type now, older rows may not be): compared as its base type.
     if (r.rows[0][0])
         row.type = pg::base_type(static_cast<std::uint32_t>(std::stoul(*r.rows[0][0])));
     row.watermark = r.rows[0][1];
@@ -275,20 +276,137 @@ void mark_window(const std::string& job, const TypedValue& lo_given, const Typed
 
 namespace {
 
+// A window [lo, hi) as typed values.
+using Window = std::pair<TypedValue, TypedValue>;
+
 // The job's windows as typed values, sorted by lo.
-std::vector<std::pair<TypedValue, TypedValue>> load_windows(pg::SpiSession& spi, const std::string& job,
-                                                            std::uint32_t type)
+std::vector<Window> load_windows(pg::SpiSession& spi, const std::string& job, std::uint32_t type)
 {
     pg::QueryResult r;
     pg::as_extension_owner([&] {
         r = spi.query_saved("SELECT w.lo, w.hi FROM idem.windows w WHERE w.job OPERATOR(pg_catalog.=) $1",
                             {Param::of_text(job)});
     });
-    std::vector<std::pair<TypedValue, TypedValue>> out;
+    std::vector<Window> out;
     for (const auto& row : r.rows)
         out.emplace_back(pg::parse_canonical(row[0].value_or(""), type), pg::parse_canonical(row[1].value_or(""), type));
     std::sort(out.begin(), out.end(),
               [](const auto& a, const auto& b) { return pg::compare_values(a.first, b.first) < 0; });
+    return out;
+}
+
+// The candidate windows [g, g + step) for g from $1 (from_value) while g < $2
+// (to_value), $3 the step, as SQL run under the canonical settings (UTC
+// days). generate_series sits in a target list, where it yields one row at a
+// time and the LIMIT stops it; in FROM it would first build the whole series
+// (across the bigint range, or years in microseconds). The three functions
+// below write it for an interval step and for a numeric one.
+
+// The type an interval step counts in: timestamps for dates too.
+std::string interval_series_base(std::uint32_t type, const std::string& type_name)
+{
+    switch (pg::type_kind(type)) {
+    case pg::TypeKind::kDate:
+    case pg::TypeKind::kTimestamp:
+        return "pg_catalog.timestamp";
+    case pg::TypeKind::kTimestamptz:
+        return "pg_catalog.timestamptz";
+    default:
+        throw UserError(sqlstate::kUndefinedFunction, "an interval step needs dates or timestamps, not " + type_name,
+                        {}, "For numbers, pass a step of the same type as the values.");
+    }
+}
+
+std::string interval_series_sql(std::uint32_t type, const std::string& base)
+{
+    const std::string t = pg::type_qualified(type);
+    return "SELECT g::" + t + "::pg_catalog.text, LEAST((g OPERATOR(pg_catalog.+) $3)::" + t +
+           ", $2)::pg_catalog.text FROM (SELECT pg_catalog.generate_series($1::" + base + ", $2::" + base +
+           ", $3) AS g) AS s WHERE g::" + t + " OPERATOR(pg_catalog.<) $2 LIMIT 100001";
+}
+
+std::string numeric_series_sql(const TypedValue& from, const TypedValue& step, const std::string& type_name)
+{
+    if (step.type != from.type)
+        throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
+    const pg::TypeKind kind = pg::type_kind(from.type);
+    if (kind != pg::TypeKind::kInteger && kind != pg::TypeKind::kBigint && kind != pg::TypeKind::kNumeric)
+        throw UserError(sqlstate::kUndefinedFunction, "a numeric step needs integer, bigint or numeric values, not " + type_name);
+    return "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
+           " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
+           " WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
+}
+
+void require_positive_step(pg::SpiSession& spi, const TypedValue& step)
+{
+    auto positive = spi.query("SELECT ($1 OPERATOR(pg_catalog.>) ($1 OPERATOR(pg_catalog.-) $1))::pg_catalog.text",
+                              {Param::of_value(step)});
+    if (positive.rows.at(0).at(0) != std::optional<std::string>("true"))
+        throw UserError(sqlstate::kInvalidParameterValue, "step must be positive");
+}
+
+// 'infinity' plus a step is 'infinity' again: the series from or to an
+// infinite value never ends, and between two equal infinities the WHERE
+// drops every row, so not even the LIMIT stops it.
+void require_finite_range(pg::SpiSession& spi, const std::string& base, const TypedValue& from, const TypedValue& to,
+                          const std::string& type_name)
+{
+    auto finite = spi.query("SELECT (pg_catalog.isfinite($1::" + base + ") AND pg_catalog.isfinite($2::" + base +
+                                "))::pg_catalog.text",
+                            {Param::of_value(from), Param::of_value(to)});
+    if (finite.rows.at(0).at(0) != std::optional<std::string>("true"))
+        throw UserError(sqlstate::kInvalidParameterValue, "from_value and to_value must be finite",
+                        "Windows are listed between two finite " + type_name + " values.");
+}
+
+pg::QueryResult candidate_windows(pg::SpiSession& spi, const std::string& series, const TypedValue& from,
+                                  const TypedValue& to, const TypedValue& step)
+{
+    pg::QueryResult candidates;
+    pg::with_canonical_settings([&] {
+        candidates = spi.query(series, {Param::of_value(from), Param::of_value(to), Param::of_value(step)});
+    });
+    if (candidates.rows.size() > 100000)
+        throw UserError(sqlstate::kProgramLimitExceeded, "more than 100000 windows between from_value and to_value",
+                        {}, "Use a larger step or a shorter range.");
+    return candidates;
+}
+
+// The done windows (sorted by lo) merged where they touch or overlap.
+std::vector<Window> covered_stretches(const std::vector<Window>& done)
+{
+    std::vector<Window> covered;
+    for (const auto& w : done) {
+        if (!covered.empty() && pg::compare_values(w.first, covered.back().second) <= 0) {
+            if (pg::compare_values(w.second, covered.back().second) > 0)
+                covered.back().second = w.second;
+        } else {
+            covered.push_back(w);
+        }
+    }
+    return covered;
+}
+
+// The candidates no stretch covers whole, in order.
+std::vector<pg::Row> uncovered_windows(const pg::QueryResult& candidates, const std::vector<Window>& covered,
+                                       std::uint32_t type, const std::string& type_name)
+{
+    std::vector<pg::Row> out;
+    std::size_t k = 0;
+    for (const auto& c : candidates.rows) {
+        const TypedValue lo = pg::parse_canonical(c[0].value_or(""), type);
+        const TypedValue hi = pg::parse_canonical(c[1].value_or(""), type);
+        if (pg::compare_values(lo, hi) >= 0)
+            throw UserError(sqlstate::kInvalidParameterValue, "step is too small for " + type_name + " values",
+                            "The window starting at " + c[0].value_or("") + " would be empty.",
+                            "Dates need a step of at least one day.");
+        while (k < covered.size() && pg::compare_values(covered[k].second, lo) <= 0)
+            ++k;  // stretches ending before this window starts
+        const bool is_covered = k < covered.size() && pg::compare_values(covered[k].first, lo) <= 0 &&
+                                pg::compare_values(covered[k].second, hi) >= 0;
+        if (!is_covered)
+            out.push_back({c[0], c[1]});
+    }
     return out;
 }
 
@@ -354,90 +472,17 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
     const JobRow row = load_job(spi, job, false);
     check_type(job, row, from.type);
 
-    // The candidate windows [g, g + step) for g from from_value while g <
-    // to_value, generated under the canonical settings (UTC days).
-    // generate_series sits in a target list, where it yields one row at a
-    // time and the LIMIT stops it; in FROM it would first build the whole
-    // series (across the bigint range, or years in microseconds).
-    const std::string type = pg::type_qualified(from.type);
     const std::string type_name = pg::type_display(from.type);
-    std::string series;
-    std::string base;
-    const bool interval_step = pg::type_display(step.type) == "interval";
-    if (interval_step) {
-        if (type_name == "date" || type_name == "timestamp without time zone")
-            base = "pg_catalog.timestamp";
-        else if (type_name == "timestamp with time zone")
-            base = "pg_catalog.timestamptz";
-        else
-            throw UserError(sqlstate::kUndefinedFunction, "an interval step needs dates or timestamps, not " + type_name,
-                            {}, "For numbers, pass a step of the same type as the values.");
-        series = "SELECT g::" + type + "::pg_catalog.text, LEAST((g OPERATOR(pg_catalog.+) $3)::" + type +
-                 ", $2)::pg_catalog.text FROM (SELECT pg_catalog.generate_series($1::" + base + ", $2::" + base +
-                 ", $3) AS g) AS s WHERE g::" + type + " OPERATOR(pg_catalog.<) $2 LIMIT 100001";
-    } else {
-        if (step.type != from.type)
-            throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
-        if (type_name != "integer" && type_name != "bigint" && type_name != "numeric")
-            throw UserError(sqlstate::kUndefinedFunction, "a numeric step needs integer, bigint or numeric values, not " + type_name);
-        series = "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
-                 " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
-                 " WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
-    }
-    {
-        auto positive = spi.query("SELECT ($1 OPERATOR(pg_catalog.>) ($1 OPERATOR(pg_catalog.-) $1))::pg_catalog.text",
-                                  {Param::of_value(step)});
-        if (positive.rows.at(0).at(0) != std::optional<std::string>("true"))
-            throw UserError(sqlstate::kInvalidParameterValue, "step must be positive");
-    }
-    if (interval_step) {
-        // 'infinity' plus a step is 'infinity' again: the series from or to
-        // an infinite value never ends, and between two equal infinities the
-        // WHERE drops every row, so not even the LIMIT stops it.
-        auto finite = spi.query("SELECT (pg_catalog.isfinite($1::" + base + ") AND pg_catalog.isfinite($2::" + base +
-                                    "))::pg_catalog.text",
-                                {Param::of_value(from), Param::of_value(to)});
-        if (finite.rows.at(0).at(0) != std::optional<std::string>("true"))
-            throw UserError(sqlstate::kInvalidParameterValue, "from_value and to_value must be finite",
-                            "Windows are listed between two finite " + type_name + " values.");
-    }
-    pg::QueryResult candidates;
-    pg::with_canonical_settings([&] {
-        candidates = spi.query(series, {Param::of_value(from), Param::of_value(to), Param::of_value(step)});
-    });
-    if (candidates.rows.size() > 100000)
-        throw UserError(sqlstate::kProgramLimitExceeded, "more than 100000 windows between from_value and to_value",
-                        {}, "Use a larger step or a shorter range.");
-
-    // Merge the done windows into covered stretches; a candidate is a gap
-    // unless one stretch covers it whole.
-    const auto done = load_windows(spi, job, from.type);
-    std::vector<std::pair<TypedValue, TypedValue>> covered;
-    for (const auto& w : done) {
-        if (!covered.empty() && pg::compare_values(w.first, covered.back().second) <= 0) {
-            if (pg::compare_values(w.second, covered.back().second) > 0)
-                covered.back().second = w.second;
-        } else {
-            covered.push_back(w);
-        }
-    }
-    std::vector<pg::Row> out;
-    std::size_t k = 0;
-    for (const auto& c : candidates.rows) {
-        const TypedValue lo = pg::parse_canonical(c[0].value_or(""), from.type);
-        const TypedValue hi = pg::parse_canonical(c[1].value_or(""), from.type);
-        if (pg::compare_values(lo, hi) >= 0)
-            throw UserError(sqlstate::kInvalidParameterValue, "step is too small for " + type_name + " values",
-                            "The window starting at " + c[0].value_or("") + " would be empty.",
-                            "Dates need a step of at least one day.");
-        while (k < covered.size() && pg::compare_values(covered[k].second, lo) <= 0)
-            ++k;  // stretches ending before this window starts
-        const bool is_covered = k < covered.size() && pg::compare_values(covered[k].first, lo) <= 0 &&
-                                pg::compare_values(covered[k].second, hi) >= 0;
-        if (!is_covered)
-            out.push_back({c[0], c[1]});
-    }
-    pg::return_text_rows(fcinfo, out);
+    const bool interval_step = pg::type_kind(step.type) == pg::TypeKind::kInterval;
+    const std::string base = interval_step ? interval_series_base(from.type, type_name) : std::string();
+    const std::string series =
+        interval_step ? interval_series_sql(from.type, base) : numeric_series_sql(from, step, type_name);
+    require_positive_step(spi, step);
+    if (interval_step)
+        require_finite_range(spi, base, from, to, type_name);
+    const pg::QueryResult candidates = candidate_windows(spi, series, from, to, step);
+    const auto covered = covered_stretches(load_windows(spi, job, from.type));
+    pg::return_text_rows(fcinfo, uncovered_windows(candidates, covered, from.type, type_name));
     spi.finish();
 }
 

@@ -68,7 +68,7 @@ std::string takeover_sql()
 
 // A key as messages show it: long keys are cut, the message stays readable.
 // The cut is on a UTF-8 character boundary (as publish's version table
-// names): a key cut inside a character made the whole message invalid UTF-8.
+// names): a cut inside a character would make the whole message invalid UTF-8.
 std::string shown(const std::string& key)
 {
     if (key.size() <= 80)
@@ -210,8 +210,8 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 {
     const Param scope = Param::of_text(request.scope);
     const Param key = Param::of_text(request.key);
-    // Insert first; read the row only when it already exists. A look-up
-    // first was measured slower for fresh keys (bench/keys.sh).
+    // Insert first; read the row only when it already exists: a fresh key
+    // costs one statement, not a look-up and then the insert.
     // Two rounds at most: a key forgotten between two steps is claimed anew.
     for (int attempt = 0; attempt < 2; ++attempt) {
         bool inserted = false;
@@ -242,6 +242,69 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
     if (row && row->lease_live)
         throw leased_error(request, "was just taken over by another worker");
     return false;
+}
+
+// One statement for the whole batch: new keys are inserted in hash order
+// (ON CONFLICT waits on a concurrent claimer's transaction, one at a
+// time: no lock slot per key), expired leases are taken over, keys this
+// transaction already owns are included.
+const char* const kClaimMany =
+    "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
+    "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
+    " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
+    "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i ORDER BY i.h"
+    "  ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
+    " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
+    "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()"
+    "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
+    "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+    "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
+    " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
+    "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
+    "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
+    " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
+
+// A key whose hash another key holds is neither inserted nor returned by
+// kClaimMany: the batch fails on it (ID003) rather than report it as claimed
+// before. Two keys of the batch with one hash are found by batch_hashes; a
+// row of another key after the statement, by check_hashes_held.
+
+// The batch's distinct hashes (md5_hex) and the key of each.
+struct BatchHashes {
+    std::map<std::string, const std::string*> key_of_hash;
+    std::vector<std::string> hashes;
+};
+
+BatchHashes batch_hashes(const std::vector<std::string>& keys, const std::string& scope)
+{
+    BatchHashes batch;
+    for (const auto& k : keys) {
+        const std::string h = md5_hex(k);
+        auto [at, fresh] = batch.key_of_hash.emplace(h, &k);
+        if (fresh)
+            batch.hashes.push_back(h);
+        else if (*at->second != k)
+            throw collision_error(k, scope);
+    }
+    return batch;
+}
+
+// Run after kClaimMany, which has waited for any concurrent claimer of those
+// hashes, so a row committed meanwhile is seen too. One index look-up of all
+// the hashes, the keys compared here: a join that computes md5() per pair
+// can be planned as a nested loop (the planner has no statistics for a fresh
+// table), which grows with the square of the batch.
+void check_hashes_held(pg::SpiSession& spi, const std::string& scope, const BatchHashes& batch)
+{
+    auto held = spi.query("SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
+                          " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+                          " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
+                          {Param::of_text(scope), Param::of_text_array(batch.hashes)});
+    for (const auto& row : held.rows) {
+        const std::string* key = batch.key_of_hash.at(row.at(0).value_or(""));
+        if (row.at(1) != std::optional<std::string>(*key))
+            throw collision_error(*key, scope);
+    }
 }
 
 }  // namespace
@@ -290,54 +353,10 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
         require_text(k, "every key");
     pg::SpiSession spi;
     check_scope_usage(spi, ScopeKind::kKeys, scope);
-    // One statement for the whole batch: new keys are inserted in hash order
-    // (ON CONFLICT waits on a concurrent claimer's transaction, one at a
-    // time: no lock slot per key), expired leases are taken over, keys this
-    // transaction already owns are included.
-    const std::string sql =
-        "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
-        "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
-        " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
-        "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i ORDER BY i.h"
-        "  ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
-        " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
-        "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()"
-        "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
-        "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
-        "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
-        " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
-        "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
-        "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
-        " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
-    // A key whose hash another key holds is neither inserted nor returned:
-    // the batch fails on it (ID003) rather than report it as claimed before.
-    // Two keys of the batch with one hash are found here; a row of another
-    // key after the statement (which has waited for any concurrent claimer
-    // of those hashes, so a row committed meanwhile is seen too), by one
-    // index look-up of all the hashes, compared here: a join that computes
-    // md5() per pair was planned as a nested loop on a fresh table (25 s
-    // for 5,000 keys, test/t/070_bad_input_fuzz.pl).
-    std::map<std::string, const std::string*> key_of_hash;
-    std::vector<std::string> hashes;
-    for (const auto& k : keys) {
-        const std::string h = md5_hex(k);
-        auto [at, fresh] = key_of_hash.emplace(h, &k);
-        if (fresh)
-            hashes.push_back(h);
-        else if (*at->second != k)
-            throw collision_error(k, scope);
-    }
+    const BatchHashes batch = batch_hashes(keys, scope);
     pg::as_extension_owner([&] {
-        spi.return_rows(fcinfo, sql, {Param::of_text(scope), Param::of_text_array(keys)}, true);
-        auto held = spi.query("SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
-                              " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-                              " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
-                              {Param::of_text(scope), Param::of_text_array(hashes)});
-        for (const auto& row : held.rows) {
-            const std::string* key = key_of_hash.at(row.at(0).value_or(""));
-            if (row.at(1) != std::optional<std::string>(*key))
-                throw collision_error(*key, scope);
-        }
+        spi.return_rows(fcinfo, kClaimMany, {Param::of_text(scope), Param::of_text_array(keys)}, true);
+        check_hashes_held(spi, scope, batch);
     });
     spi.finish();
 }

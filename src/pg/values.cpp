@@ -97,6 +97,28 @@ std::string type_qualified(std::uint32_t type)
     return std::string(pg_call([&] { return format_type_be_qualified(type); }));
 }
 
+TypeKind type_kind(std::uint32_t type)
+{
+    switch (type) {
+    case INT4OID:
+        return TypeKind::kInteger;
+    case INT8OID:
+        return TypeKind::kBigint;
+    case NUMERICOID:
+        return TypeKind::kNumeric;
+    case DATEOID:
+        return TypeKind::kDate;
+    case TIMESTAMPOID:
+        return TypeKind::kTimestamp;
+    case TIMESTAMPTZOID:
+        return TypeKind::kTimestamptz;
+    case INTERVALOID:
+        return TypeKind::kInterval;
+    default:
+        return TypeKind::kOther;
+    }
+}
+
 std::uint32_t base_type(std::uint32_t type)
 {
     return pg_call([&] { return getBaseType(type); });

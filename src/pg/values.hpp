@@ -32,6 +32,13 @@ TypedValue parse_canonical(const std::string& text, std::uint32_t type);
 std::string type_display(std::uint32_t type);
 std::string type_qualified(std::uint32_t type);
 
+// The built-in types a family writes type-specific SQL for, told apart by
+// type OID here (PostgreSQL's own constants), so that no family compares
+// type names or OID numbers. kOther for any other type; a domain is kOther
+// too (classify its base_type).
+enum class TypeKind { kOther, kInteger, kBigint, kNumeric, kDate, kTimestamp, kTimestamptz, kInterval };
+TypeKind type_kind(std::uint32_t type);
+
 // A domain's base type (the type itself for any other type).
 std::uint32_t base_type(std::uint32_t type);
 

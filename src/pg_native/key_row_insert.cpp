@@ -126,166 +126,251 @@ Datum text_datum(const std::string& s)
 
 // Everything below runs inside one pg_call: plain PostgreSQL calls, no C++
 // object with a destructor.
-RawResult claim_row(const KeyClaim& claim)
+
+// idem.keys, when this transaction may write it here exactly as the SQL path
+// would; InvalidOid when the SQL path must run instead.
+Oid keys_table_for_direct_insert()
 {
-    RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true};
     // SERIALIZABLE: the SQL path's statements take the predicate locks. A
     // read-only transaction (or a hot standby): the INSERT raises 25006.
     if (!ActiveSnapshotSet() || IsolationIsSerializable() || XactReadOnly || IsInParallelMode())
-        return out;
+        return InvalidOid;
     const Oid ns = get_namespace_oid("idem", true);
     const Oid relid = OidIsValid(ns) ? get_relname_relid("keys", ns) : InvalidOid;
     if (!OidIsValid(relid))
-        return out;
+        return InvalidOid;
     // The statements would need both privileges of the current user (the
     // SQL path reports it if one is missing).
     if (pg_class_aclmask(relid, GetUserId(), ACL_INSERT | ACL_SELECT, ACLMASK_ALL) != (ACL_INSERT | ACL_SELECT))
-        return out;
+        return InvalidOid;
+    return relid;
+}
 
-    MemoryContext const caller = CurrentMemoryContext;
-    Relation rel = table_open(relid, RowExclusiveLock);
+// idem.keys opened for the insert, with the executor state, the arbiter
+// indexes and the two slots one claim works with.
+struct ClaimTarget {
+    Relation rel;
     int at[kColumnCount];
-    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->trigdesc != nullptr || rel->rd_rel->relrowsecurity ||
-        !map_columns(RelationGetDescr(rel), at)) {
-        table_close(rel, NoLock);
-        return out;
-    }
+    EState* estate;
+    ResultRelInfo* rri;
+    List* arbiters;
+    TupleTableSlot* slot;   // the row this claim would insert
+    TupleTableSlot* found;  // the row already there
+};
 
-    // An executor state of one result relation, as logical replication's
-    // apply worker builds it (no plan).
-    EState* estate = CreateExecutorState();
-    MemoryContextSwitchTo(estate->es_query_cxt);
-    compat::init_insert_range_table(estate, relid, rel->rd_rel->relkind, RowExclusiveLock);
-    ResultRelInfo* rri = makeNode(ResultRelInfo);
-    InitResultRelInfo(rri, rel, 1, nullptr, 0);
-    ExecOpenIndices(rri, true);
-    List* arbiters = arbiter_indexes(rri, at);
-    if (arbiters == NIL) {
-        ExecCloseIndices(rri);
+// The table opened and its columns mapped; false (the table closed again)
+// when its shape is not the released one.
+bool open_keys_table(Oid relid, ClaimTarget* t)
+{
+    t->rel = table_open(relid, RowExclusiveLock);
+    if (t->rel->rd_rel->relkind != RELKIND_RELATION || t->rel->trigdesc != nullptr ||
+        t->rel->rd_rel->relrowsecurity || !map_columns(RelationGetDescr(t->rel), t->at)) {
+        table_close(t->rel, NoLock);
+        return false;
+    }
+    return true;
+}
+
+// An executor state of one result relation, as logical replication's apply
+// worker builds it (no plan), left current as the memory context. False
+// (everything released, the caller's context current) without an arbiter.
+bool start_executor(MemoryContext caller, ClaimTarget* t)
+{
+    t->estate = CreateExecutorState();
+    MemoryContextSwitchTo(t->estate->es_query_cxt);
+    compat::init_insert_range_table(t->estate, RelationGetRelid(t->rel), t->rel->rd_rel->relkind, RowExclusiveLock);
+    t->rri = makeNode(ResultRelInfo);
+    InitResultRelInfo(t->rri, t->rel, 1, nullptr, 0);
+    ExecOpenIndices(t->rri, true);
+    t->arbiters = arbiter_indexes(t->rri, t->at);
+    if (t->arbiters == NIL) {
+        ExecCloseIndices(t->rri);
         MemoryContextSwitchTo(caller);
-        FreeExecutorState(estate);
-        table_close(rel, NoLock);
-        return out;
+        FreeExecutorState(t->estate);
+        table_close(t->rel, NoLock);
+        return false;
     }
-    TupleDesc desc = RelationGetDescr(rel);
-    TupleTableSlot* slot = ExecInitExtraTupleSlot(estate, desc, table_slot_callbacks(rel));
-    TupleTableSlot* found = ExecInitExtraTupleSlot(estate, desc, table_slot_callbacks(rel));
+    TupleDesc desc = RelationGetDescr(t->rel);
+    t->slot = ExecInitExtraTupleSlot(t->estate, desc, table_slot_callbacks(t->rel));
+    t->found = ExecInitExtraTupleSlot(t->estate, desc, table_slot_callbacks(t->rel));
+    return true;
+}
 
+void finish_executor(MemoryContext caller, ClaimTarget* t)
+{
+    ExecCloseIndices(t->rri);
+    ExecResetTupleTable(t->estate->es_tupleTable, false);
+    MemoryContextSwitchTo(caller);
+    FreeExecutorState(t->estate);
+    table_close(t->rel, NoLock);
+}
+
+// The key's columns as datums, computed once for every round.
+struct KeyDatums {
+    Datum scope;
+    Datum key;
+    Datum key_hash;
+};
+
+KeyDatums key_datums(const KeyClaim& claim)
+{
     // key_hash: md5(key)::uuid, the 16 bytes of the digest (core::md5: the
     // same digest as SQL's md5(), without OpenSSL's per-call setup).
     auto* hash = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
     core::md5(claim.key.data(), claim.key.size(), hash->data);
-    const Datum scope = text_datum(claim.scope);
-    const Datum key = text_datum(claim.key);
+    return {text_datum(claim.scope), text_datum(claim.key), UUIDPGetDatum(hash)};
+}
 
+// The slot emptied: every column NULL until set_column.
+void clear_row(TupleTableSlot* slot)
+{
+    ExecClearTuple(slot);
+    for (int i = 0; i < slot->tts_tupleDescriptor->natts; ++i)
+        slot->tts_isnull[i] = true;
+}
+
+void set_column(ClaimTarget* t, Column c, Datum value)
+{
+    t->slot->tts_values[t->at[c]] = value;
+    t->slot->tts_isnull[t->at[c]] = false;
+}
+
+// As ON CONFLICT DO NOTHING: under REPEATABLE READ a conflicting row this
+// snapshot cannot see fails the transaction.
+void require_visible_conflict(const ClaimTarget& t)
+{
+    if (!IsolationUsesXactSnapshot() || table_tuple_satisfies_snapshot(t.rel, t.found, GetActiveSnapshot()))
+        return;
+    bool isnull = false;
+    const Datum xmin = slot_getsysattr(t.found, MinTransactionIdAttributeNumber, &isnull);
+    if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
+        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                        errmsg("could not serialize access due to concurrent update")));
+}
+
+enum class Conflict { kNone, kFound, kGone };
+
+// Whether a row holds the key's (scope, key_hash): kFound with it in
+// t->found. Waits for an open transaction that holds a conflicting row.
+// kGone: the conflicting row was deleted or replaced since (a forget, a
+// takeover), so look again.
+Conflict find_conflict(ClaimTarget* t, const KeyDatums& k)
+{
+    clear_row(t->slot);
+    set_column(t, kScope, k.scope);
+    set_column(t, kKeyHash, k.key_hash);
+    ExecStoreVirtualTuple(t->slot);
+    ItemPointerData conflict;
+    if (compat::check_index_constraints(t->rri, t->slot, t->estate, &conflict, t->arbiters))
+        return Conflict::kNone;
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    if (!table_tuple_fetch_row_version(t->rel, &conflict, &dirty, t->found))
+        return Conflict::kGone;
+    require_visible_conflict(*t);
+    return Conflict::kFound;
+}
+
+// The columns of the row in t->found that claim decides on, copied into the
+// caller's memory context.
+void read_existing(const ClaimTarget& t, const KeyClaim& claim, MemoryContext caller, RawResult* out)
+{
+    bool isnull = false;
+    MemoryContextSwitchTo(caller);
+    const Datum state = slot_getattr(t.found, t.at[kState] + 1, &isnull);
+    out->state = isnull ? pstrdup("") : text_to_cstring(DatumGetTextPP(state));
+    const Datum fingerprint = slot_getattr(t.found, t.at[kFingerprint] + 1, &isnull);
+    out->fingerprint = isnull ? nullptr : text_to_cstring(DatumGetTextPP(fingerprint));
+    const Datum claimed_by = slot_getattr(t.found, t.at[kClaimedBy] + 1, &isnull);
+    const FullTransactionId mine = GetTopFullTransactionIdIfAny();
+    out->mine = !isnull && FullTransactionIdIsValid(mine) &&
+                FullTransactionIdEquals(DatumGetFullTransactionId(claimed_by), mine);
+    const Datum lease_until = slot_getattr(t.found, t.at[kLeaseUntil] + 1, &isnull);
+    out->lease_live = !isnull && DatumGetTimestampTz(lease_until) > GetCurrentTimestamp();
+    // The row was found by md5(key): it is this key's only if the stored key
+    // is this one, byte for byte.
+    const Datum stored = slot_getattr(t.found, t.at[kKey] + 1, &isnull);
+    if (isnull) {
+        out->same_key = false;
+    } else {
+        const text* stored_key = DatumGetTextPP(stored);
+        out->same_key = VARSIZE_ANY_EXHDR(stored_key) == claim.key.size() &&
+                        std::memcmp(VARDATA_ANY(stored_key), claim.key.data(), claim.key.size()) == 0;
+    }
+    MemoryContextSwitchTo(t.estate->es_query_cxt);
+}
+
+// The row claim's SQL writes for a new key, the transaction id assigned
+// only now, checked against the table's constraints.
+void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k)
+{
+    clear_row(t->slot);
+    set_column(t, kScope, k.scope);
+    set_column(t, kKeyHash, k.key_hash);
+    set_column(t, kKey, k.key);
+    if (claim.fingerprint)
+        set_column(t, kFingerprint, text_datum(*claim.fingerprint));
+    if (claim.lease) {
+        const Datum lease = DirectFunctionCall3(interval_in, CStringGetDatum(claim.lease->c_str()),
+                                                ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+        set_column(t, kState, CStringGetTextDatum("in_progress"));
+        set_column(t, kLease, lease);
+        set_column(t, kLeaseUntil, DirectFunctionCall2(timestamptz_pl_interval,
+                                                       TimestampTzGetDatum(GetCurrentTimestamp()), lease));
+    } else {
+        set_column(t, kState, CStringGetTextDatum("done"));
+    }
+    set_column(t, kClaimedAt, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()));
+    set_column(t, kClaimedBy, FullTransactionIdGetDatum(GetTopFullTransactionId()));
+    ExecStoreVirtualTuple(t->slot);
+    if (t->rel->rd_att->constr != nullptr)
+        ExecConstraints(t->rri, t->slot, t->estate);
+}
+
+// ExecInsert's speculative insertion of t->slot: false when a concurrent
+// claimer inserted the key between the check and the index insertion (our
+// row is killed; the caller checks again, waiting for it).
+bool insert_speculatively(ClaimTarget* t)
+{
+    t->estate->es_output_cid = GetCurrentCommandId(true);
+    const uint32 token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
+    table_tuple_insert_speculative(t->rel, t->slot, t->estate->es_output_cid, 0, nullptr, token);
+    bool spec_conflict = false;
+    List* recheck = compat::insert_index_tuples_speculative(t->rri, t->slot, t->estate, &spec_conflict, t->arbiters);
+    table_tuple_complete_speculative(t->rel, t->slot, token, !spec_conflict);
+    SpeculativeInsertionLockRelease(GetCurrentTransactionId());
+    list_free(recheck);
+    return !spec_conflict;
+}
+
+RawResult claim_row(const KeyClaim& claim)
+{
+    RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true};
+    const Oid relid = keys_table_for_direct_insert();
+    if (!OidIsValid(relid))
+        return out;
+    MemoryContext const caller = CurrentMemoryContext;
+    ClaimTarget t{};
+    if (!open_keys_table(relid, &t) || !start_executor(caller, &t))
+        return out;
+    const KeyDatums k = key_datums(claim);
     for (;;) {
         CHECK_FOR_INTERRUPTS();
-        ExecClearTuple(slot);
-        for (int i = 0; i < desc->natts; ++i)
-            slot->tts_isnull[i] = true;
-        slot->tts_values[at[kScope]] = scope;
-        slot->tts_isnull[at[kScope]] = false;
-        slot->tts_values[at[kKeyHash]] = UUIDPGetDatum(hash);
-        slot->tts_isnull[at[kKeyHash]] = false;
-        ExecStoreVirtualTuple(slot);
-
-        // Waits for an open transaction that holds a conflicting row; false
-        // with its TID when a committed (or this transaction's) row is there.
-        ItemPointerData conflict;
-        if (!compat::check_index_constraints(rri, slot, estate, &conflict, arbiters)) {
-            SnapshotData dirty;
-            InitDirtySnapshot(dirty);
-            // Deleted or replaced since (a forget, a takeover): look again.
-            if (!table_tuple_fetch_row_version(rel, &conflict, &dirty, found))
-                continue;
-            // As ON CONFLICT DO NOTHING: under REPEATABLE READ a conflicting
-            // row this snapshot cannot see fails the transaction.
-            if (IsolationUsesXactSnapshot() && !table_tuple_satisfies_snapshot(rel, found, GetActiveSnapshot())) {
-                bool isnull = false;
-                const Datum xmin = slot_getsysattr(found, MinTransactionIdAttributeNumber, &isnull);
-                if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
-                    ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                                    errmsg("could not serialize access due to concurrent update")));
-            }
-            bool isnull = false;
-            MemoryContextSwitchTo(caller);
-            const Datum state = slot_getattr(found, at[kState] + 1, &isnull);
-            out.state = isnull ? pstrdup("") : text_to_cstring(DatumGetTextPP(state));
-            const Datum fingerprint = slot_getattr(found, at[kFingerprint] + 1, &isnull);
-            out.fingerprint = isnull ? nullptr : text_to_cstring(DatumGetTextPP(fingerprint));
-            const Datum claimed_by = slot_getattr(found, at[kClaimedBy] + 1, &isnull);
-            const FullTransactionId mine = GetTopFullTransactionIdIfAny();
-            out.mine = !isnull && FullTransactionIdIsValid(mine) &&
-                       FullTransactionIdEquals(DatumGetFullTransactionId(claimed_by), mine);
-            const Datum lease_until = slot_getattr(found, at[kLeaseUntil] + 1, &isnull);
-            out.lease_live = !isnull && DatumGetTimestampTz(lease_until) > GetCurrentTimestamp();
-            // The row was found by md5(key): it is this key's only if the
-            // stored key is this one, byte for byte.
-            const Datum stored = slot_getattr(found, at[kKey] + 1, &isnull);
-            if (isnull) {
-                out.same_key = false;
-            } else {
-                const text* t = DatumGetTextPP(stored);
-                out.same_key = VARSIZE_ANY_EXHDR(t) == claim.key.size() &&
-                               std::memcmp(VARDATA_ANY(t), claim.key.data(), claim.key.size()) == 0;
-            }
-            MemoryContextSwitchTo(estate->es_query_cxt);
+        const Conflict conflict = find_conflict(&t, k);
+        if (conflict == Conflict::kGone)
+            continue;
+        if (conflict == Conflict::kFound) {
+            read_existing(t, claim, caller, &out);
             out.outcome = KeyClaimResult::Outcome::kExists;
             break;
         }
-
-        // No such key: the row claim's SQL writes, the transaction id
-        // assigned only now.
-        ExecClearTuple(slot);
-        for (int i = 0; i < desc->natts; ++i)
-            slot->tts_isnull[i] = true;
-        auto set = [&](Column c, Datum value) {
-            slot->tts_values[at[c]] = value;
-            slot->tts_isnull[at[c]] = false;
-        };
-        set(kScope, scope);
-        set(kKeyHash, UUIDPGetDatum(hash));
-        set(kKey, key);
-        if (claim.fingerprint)
-            set(kFingerprint, text_datum(*claim.fingerprint));
-        if (claim.lease) {
-            const Datum lease = DirectFunctionCall3(interval_in, CStringGetDatum(claim.lease->c_str()),
-                                                    ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-            set(kState, CStringGetTextDatum("in_progress"));
-            set(kLease, lease);
-            set(kLeaseUntil, DirectFunctionCall2(timestamptz_pl_interval,
-                                                 TimestampTzGetDatum(GetCurrentTimestamp()), lease));
-        } else {
-            set(kState, CStringGetTextDatum("done"));
-        }
-        set(kClaimedAt, TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()));
-        set(kClaimedBy, FullTransactionIdGetDatum(GetTopFullTransactionId()));
-        ExecStoreVirtualTuple(slot);
-        if (rel->rd_att->constr != nullptr)
-            ExecConstraints(rri, slot, estate);
-
-        // ExecInsert's speculative insertion: if a concurrent claimer
-        // inserted the key between the check and the index insertion, our
-        // row is killed and the loop checks again (waiting for it).
-        estate->es_output_cid = GetCurrentCommandId(true);
-        const uint32 token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
-        table_tuple_insert_speculative(rel, slot, estate->es_output_cid, 0, nullptr, token);
-        bool spec_conflict = false;
-        List* recheck = compat::insert_index_tuples_speculative(rri, slot, estate, &spec_conflict, arbiters);
-        table_tuple_complete_speculative(rel, slot, token, !spec_conflict);
-        SpeculativeInsertionLockRelease(GetCurrentTransactionId());
-        list_free(recheck);
-        if (!spec_conflict) {
+        build_new_row(&t, claim, k);
+        if (insert_speculatively(&t)) {
             out.outcome = KeyClaimResult::Outcome::kInserted;
             break;
         }
     }
-
-    ExecCloseIndices(rri);
-    ExecResetTupleTable(estate->es_tupleTable, false);
-    MemoryContextSwitchTo(caller);
-    FreeExecutorState(estate);
-    table_close(rel, NoLock);
+    finish_executor(caller, &t);
     // As SPI after a statement: what was written is visible to the next.
     if (out.outcome == KeyClaimResult::Outcome::kInserted)
         CommandCounterIncrement();

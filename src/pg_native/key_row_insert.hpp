@@ -4,11 +4,12 @@
 // same arbiter, every index of the table maintained), or the row that is
 // already there, read in the same step.
 //
-// Why: through SPI, a claim paid the planner's cached-plan check, a whole
+// Why: through SPI, a claim pays the planner's cached-plan check, a whole
 // executor start (ModifyTable, the VALUES projection, RETURNING) and, for a
-// key that exists, a second statement to read the row; and the row's values
-// were computed (a transaction id assigned) before the conflict check, so a
-// duplicate wrote a commit record. bench/keys.sh measures the difference.
+// key that exists, a second statement to read the row; and the SQL computes
+// the row's values (assigning a transaction id) before the conflict check, so
+// a duplicate writes a commit record. Here a duplicate assigns no
+// transaction id. bench/keys.sh measures the difference.
 //
 // Used only where it is exactly equivalent; otherwise kUnsupported and the
 // caller runs its SQL. Not used: under SERIALIZABLE (the SQL path takes the
