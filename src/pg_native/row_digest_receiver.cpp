@@ -63,12 +63,11 @@ void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
 // feed_column_image).
 //
 // The digest is returned by value: written through a pointer, its halves
-// were stored apart and read back as one 16-byte load, which the CPU cannot
-// forward from two stores (a stall on every row). r->columns and the flag
-// are kept in locals because every byte the hasher stores may alias them,
-// which made the compiler read and write them again for each column. Both
-// together: about 1.5 ms less per 1M rows of five columns (of about 18 ms
-// spent hashing them), measured side by side through idem.checksum_query.
+// would be stored apart and read back as one 16-byte load, which the CPU
+// cannot forward from two stores (a stall on every row). r->columns and the
+// flag are kept in locals because every byte the hasher stores may alias
+// them, which would make the compiler read and write them again for each
+// column (bench/README.md has the measurement).
 inline core::Digest128 hash_columns(RowDigestReceiver* r, const Datum* values, const bool* isnull, int from, int to,
                                     bool* copied)
 {
