@@ -95,307 +95,412 @@ std::string cast_to_target(const std::string& ref, const MergeColumn& c)
     return c.domain ? "CAST(" + coerced + " AS " + c.type + ")" : coerced;
 }
 
-std::string build_merge_sql(const MergeSpec& s)
+namespace {
+
+// The statement's steps, one function each, in the order of the CTEs
+// (merge_sql.hpp lists them). Each returns one CTE without the ",\n" that
+// separates it from the next.
+
+bool is_key(const MergeSpec& s, const MergeColumn& c)
+{
+    for (const auto& k : s.keys)
+        if (k.name == c.name)
+            return true;
+    return false;
+}
+
+// src: keys (and the version) cast to the target's types so that they
+// compare the way the unique index does; other columns stay as given and
+// are converted by the INSERT/UPDATE itself (assignment casts).
+std::string src_cte(const MergeSpec& s)
+{
+    std::vector<std::string> cols;
+    for (const auto& c : s.insert_columns) {
+        const bool cast = is_key(s, c) || (s.version && s.version->name == c.name);
+        cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
+    }
+    if (s.delete_column)
+        cols.push_back("CAST(s." + *s.delete_column + " AS pg_catalog.bool) AS " + kDeleteFlag);
+    // A source known unique on the key (a table with such an index) is
+    // not copied: inlined, the planner can join it to the target through
+    // both indexes, as a hand-written MERGE would.
+    return std::string("src AS ") + (s.check_duplicates ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
+           join(cols) + " FROM (" + s.source_sql + "\n) AS s)";
+}
+
+// stats: the row count and the NULL counts the checks need.
+std::string stats_cte(const MergeSpec& s)
+{
+    std::vector<std::string> cols = {"pg_catalog.count(*) AS n"};
+    if (s.check_nulls) {
+        for (std::size_t i = 0; i < s.keys.size(); ++i)
+            cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name + " IS NULL) AS null_" +
+                           std::to_string(i));
+    }
+    if (s.version)
+        cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version->name + " IS NULL) AS null_version");
+    return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
+}
+
+// Every column of a source row (the delete flag included): what makes two
+// rows of one key differ.
+std::string source_row_digest(const MergeSpec& s)
+{
+    std::vector<MergeColumn> cols = s.insert_columns;
+    if (s.delete_column)
+        cols.push_back(MergeColumn{kDeleteFlag, "pg_catalog.bool", "'delete'"});
+    return digest_of(cols, "src", false);
+}
+
+// tops (versioned only): the highest version of each key with more than
+// one row; only the rows of that version compete.
+std::string tops_cte(const MergeSpec& s)
+{
+    const std::string k = key_list(s, "src");
+    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.max(src." + s.version->name + ") AS top FROM src GROUP BY " +
+           k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
+}
+
+// dups: a key whose rows differ (at its highest version).
+std::string dups_cte(const MergeSpec& s)
+{
+    const std::string k = key_list(s, "src");
+    const std::string differ =
+        " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " + source_row_digest(s) + ") " + kGt + " 1 LIMIT 1)";
+    if (!s.version)
+        return "dups AS MATERIALIZED (SELECT " + k + " FROM src" + differ;
+    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s, "src", "tops") + " AND src." +
+           s.version->name + " " + s.version_eq + " tops.top" + differ;
+}
+
+// The WHENs of checks, one per key column: a NULL key raises 23502.
+std::string null_key_checks(const MergeSpec& s)
+{
+    std::string c;
+    for (std::size_t i = 0; i < s.keys.size(); ++i) {
+        const std::string n = "st.null_" + std::to_string(i);
+        c += " WHEN " + n + " " + kGt + " 0 THEN idem._raise('23502', pg_catalog.format("
+             "'null value in key column %s of the source', pg_catalog.quote_ident(" +
+             s.keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " + n +
+             ", pg_catalog.quote_ident(" + s.keys[i].name_literal +
+             ")), 'Every key column of every source row must have a value.')\n";
+    }
+    return c;
+}
+
+std::string null_version_check(const MergeSpec& s)
+{
+    return " WHEN st.null_version " + std::string(kGt) + " 0 THEN idem._raise('23502', pg_catalog.format("
+           "'null value in version column %s of the source', pg_catalog.quote_ident(" +
+           s.version->name_literal + ")), pg_catalog.format('%s source rows have no version.', st.null_version), "
+           "'Every source row needs a version when version_column is given.')\n";
+}
+
+std::string duplicate_check(const MergeSpec& s)
 {
     const bool versioned = s.version.has_value();
-    const bool deletes = s.delete_column.has_value();
-    std::string sql = "WITH\n";
+    return " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
+           "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values" +
+           std::string(versioned ? " at its highest version" : "") + ".', " + key_text(s, "d") + "), " +
+           (versioned ? "'Give each change of a key a higher version.'"
+                      : "'Remove the duplicates, or pass version_column so that the newest row wins.'") +
+           ") FROM dups d)\n";
+}
 
-    // src: keys (and the version) cast to the target's types so that they
-    // compare the way the unique index does; other columns stay as given and
-    // are converted by the INSERT/UPDATE itself (assignment casts).
-    {
-        std::vector<std::string> cols;
-        for (const auto& c : s.insert_columns) {
-            bool is_key = false;
-            for (const auto& k : s.keys)
-                is_key = is_key || k.name == c.name;
-            const bool cast = is_key || (versioned && s.version->name == c.name);
-            cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name
-                                : "s." + c.name);
-        }
-        if (deletes)
-            cols.push_back("CAST(s." + *s.delete_column + " AS pg_catalog.bool) AS " + kDeleteFlag);
-        // A source known unique on the key (a table with such an index) is
-        // not copied: inlined, the planner can join it to the target through
-        // both indexes, as a hand-written MERGE would.
-        sql += std::string("src AS ") + (s.check_duplicates ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
-               join(cols) + " FROM (" + s.source_sql + "\n) AS s),\n";
-    }
+std::string empty_source_check()
+{
+    return " WHEN st.n " + std::string(kEq) + " 0 THEN idem._raise('22023', "
+           "'the source is empty and delete_missing would delete every target row in scope', "
+           "'An empty snapshot usually means a failed extract.', "
+           "'Pass allow_empty => true if the source is really empty.')\n";
+}
 
-    // stats and dups: what the checks need.
-    {
-        std::vector<std::string> cols = {"pg_catalog.count(*) AS n"};
-        if (s.check_nulls) {
-            for (std::size_t i = 0; i < s.keys.size(); ++i)
-                cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name +
-                               " IS NULL) AS null_" + std::to_string(i));
-        }
-        if (versioned)
-            cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version->name + " IS NULL) AS null_version");
-        sql += "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src),\n";
+// checks: the first problem raises (in this order), else true.
+std::string checks_cte(const MergeSpec& s)
+{
+    std::string whens;
+    if (s.check_nulls)
+        whens += null_key_checks(s);
+    if (s.version)
+        whens += null_version_check(s);
+    if (s.check_duplicates)
+        whens += duplicate_check(s);
+    if (s.delete_missing && !s.allow_empty)
+        whens += empty_source_check();
+    if (whens.empty())
+        return "checks AS MATERIALIZED (SELECT true AS ok)";  // nothing to check: stats is never read
+    return "checks AS MATERIALIZED (SELECT CASE\n" + whens + " ELSE true END AS ok FROM stats st)";
+}
+
+// dedup: one row per key (the highest version).
+std::string dedup_cte(const MergeSpec& s)
+{
+    if (!s.check_duplicates)
+        return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks))";
+    const std::string k = key_list(s, "");
+    return "dedup AS MATERIALIZED (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) ORDER BY " +
+           k + (s.version ? ", " + s.version->name + " DESC" : "") + ")";
+}
+
+// The WHENs of plan that a key's tombstone decides (the target lacks the key).
+// A key deleted at a version at least this row's stays deleted. The
+// tombstone's canonical text is parsed as the caller (the version type's
+// input function is the caller's to run). A row at the tombstone's version
+// stays deleted (a delete wins a tie); a replayed delete at that version is
+// simply unchanged.
+std::string tombstone_actions(const MergeSpec& s, const std::string& matched)
+{
+    const std::string tbv = "idem._from_canonical(tb.version, NULL::" + s.version_type + ")";
+    const std::string absent = " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND d." + kDeleteFlag;
+    return absent + " IS NOT TRUE AND NOT (" + tbv + " " + s.version_lt + " d." + s.version->name + ") THEN " +
+           std::to_string(kStale) + "\n" + absent + " IS TRUE AND d." + s.version->name + " " + s.version_lt + " " +
+           tbv + " THEN " + std::to_string(kStale) + "\n";
+}
+
+// The CASE of plan: each source key's action (MergeAction), first match wins.
+std::string action_case(const MergeSpec& s)
+{
+    const std::string matched = "t." + s.keys[0].name + " IS NOT NULL";
+    const std::string flag = std::string(" WHEN d.") + kDeleteFlag + " IS TRUE";
+    std::string p = "CASE\n";
+    if (s.tombstones)
+        p += tombstone_actions(s, matched);
+    if (s.delete_column)
+        p += flag + " AND NOT (" + matched + ") THEN " + std::to_string(kDeleteAbsent) + "\n";
+    p += " WHEN NOT (" + matched + ") THEN " + std::to_string(kInsert) + "\n";
+    if (s.version)
+        p += " WHEN d." + s.version->name + " " + s.version_lt + " t." + s.version->name + " THEN " +
+             std::to_string(kStale) + "\n";
+    if (s.delete_column)
+        p += flag + " THEN " + std::to_string(kDelete) + "\n";
+    p += " WHEN " + images_equal(s.update_columns, "d", "t") + " THEN " + std::to_string(kUnchanged) + "\n";
+    if (s.version)
+        p += " WHEN d." + s.version->name + " " + s.version_eq + " t." + s.version->name + " THEN " +
+             std::to_string(kConflict) + "\n";
+    return p + " ELSE " + std::to_string(kUpdate) + " END AS " + kAction;
+}
+
+// plan: each source key's action. Only the keys with something to do (or
+// to report as stale, a conflict, an absent delete) are kept: a replay's
+// unchanged keys are counted (count of dedup less the rows kept), not
+// copied into the CTE's tuplestore (1M rows of a replay spilled 74 MB to
+// temp files and were read back for the counts). OFFSET 0 keeps the action
+// computed once per row (a flattened subquery would compute the CASE, row
+// comparisons included, in the filter and again in the list).
+std::string plan_cte(const MergeSpec& s)
+{
+    std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, " + action_case(s) + "\n FROM dedup d LEFT JOIN " +
+                    s.target + " AS t ON " + keys_match(s, "t", "d");
+    if (s.tombstones)
+        p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
+             digest_of(s.keys, "d", false);
+    return p + "\n OFFSET 0) AS x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) + ")";
+}
+
+// checks2: a key at the target's version with different content raises.
+std::string checks2_cte(const MergeSpec& s)
+{
+    if (!s.version)
+        return "checks2 AS MATERIALIZED (SELECT true AS ok)";
+    return "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " + action_is("p", kConflict) +
+           ") THEN (SELECT idem._raise('21000', "
+           "'a source row has the same version as the target row but different content', "
+           "pg_catalog.format('Key %s has version %s in both.', " + key_text(s, "p") + ", p." + s.version->name +
+           "::pg_catalog.text), 'A changed row needs a higher version.') FROM plan p WHERE " +
+           action_is("p", kConflict) + " LIMIT 1) ELSE true END AS ok)";
+}
+
+std::string action_count(int action)
+{
+    return "pg_catalog.count(*) FILTER (WHERE p." + std::string(kAction) + " " + kEq + " " + std::to_string(action) +
+           ")";
+}
+
+// tally: what the counts need of plan and dedup, in one pass over each
+// (plan's tuplestore holds every source row of a first load: each count
+// read it once more). The keys plan left out are the unchanged ones;
+// absent deletes count as unchanged too (unchanged_in_plan).
+std::string tally_cte()
+{
+    return "tally AS MATERIALIZED (SELECT " + count_where("dedup") + " AS n, pg_catalog.count(*) AS kept, " +
+           action_count(kInsert) + " AS to_insert, " + action_count(kUpdate) + " AS to_update, " +
+           action_count(kDelete) + " AS to_delete, " + action_count(kStale) + " AS stale, " +
+           action_count(kDeleteAbsent) + " AS absent FROM plan p)";
+}
+
+std::string unchanged_in_plan() { return "ta.n " + std::string(kMinus) + " ta.kept " + kPlus + " ta.absent"; }
+
+// The target rows in scope whose key the source lacks (delete_missing).
+std::string missing_where(const MergeSpec& s)
+{
+    const std::string scope = s.delete_scope ? "(" + *s.delete_scope + "\n) AND " : "";
+    return scope + "NOT EXISTS (SELECT FROM dedup d WHERE " + keys_match(s, "t", "d") + ")";
+}
+
+// The result row of a dry run: the counts as planned (checks2 raises for
+// conflicts, as a real run would).
+std::string dry_run_counts(const MergeSpec& s)
+{
+    const std::string missing = s.delete_missing ? count_where(s.target + " AS t", missing_where(s)) : "0";
+    return "SELECT ta.to_insert::pg_catalog.int8 AS inserted,\n ta.to_update::pg_catalog.int8 AS updated,\n (ta.to_delete " +
+           std::string(kPlus) + " " + missing + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan() +
+           ")::pg_catalog.int8 AS unchanged,\n ta.stale::pg_catalog.int8 AS stale\n FROM checks, checks2, tally ta";
+}
+
+// todo: the planned writes. Not copied again: ins, lck and the counts each
+// read plan's tuplestore through it (on a first load, plan holds every
+// source row).
+std::string todo_cte()
+{
+    return "todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p." + std::string(kAction) +
+           " OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))";
+}
+
+// " AND NOT (row.version < t.version)": with versions, a write never
+// replaces a newer row.
+std::string not_older(const MergeSpec& s, const std::string& row)
+{
+    if (!s.version)
+        return {};
+    return " AND NOT (" + row + "." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")";
+}
+
+// What an insert does with a key a concurrent transaction has inserted
+// meanwhile: update it instead (as if the two ran one after the other),
+// unless its content is already the same.
+std::string on_conflict(const MergeSpec& s)
+{
+    const std::string head = "\n ON CONFLICT (" + key_list(s, "") + ") ";
+    if (s.update_columns.empty())
+        return head + "DO NOTHING";
+    std::vector<std::string> upd;
+    std::vector<std::string> exc;
+    for (const auto& c : s.update_columns) {
+        upd.push_back(c.name);
+        exc.push_back("EXCLUDED." + c.name);
     }
-    std::vector<MergeColumn> all_src = s.insert_columns;
-    if (deletes)
-        all_src.push_back(MergeColumn{kDeleteFlag, "pg_catalog.bool", "'delete'"});
+    return head + "DO UPDATE SET (" + join(upd) + ") = ROW(" + join(exc) + ") WHERE NOT (" +
+           images_equal(s.update_columns, "EXCLUDED", "t", false) + ")" + not_older(s, "EXCLUDED");
+}
+
+// ins: new keys, in key order.
+std::string ins_cte(const MergeSpec& s)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> from_todo;
+    for (const auto& c : s.insert_columns) {
+        names.push_back(c.name);
+        from_todo.push_back("p." + c.name);
+    }
+    // xmax = 0 tells a fresh insert from a conflict turned update. A
+    // partitioned table has no xmax here: there a row a concurrent
+    // transaction inserted meanwhile counts as inserted (docs/merge.md).
+    const std::string fresh = s.partitioned ? "true" : "(t.xmax " + std::string(kEq) + " '0'::pg_catalog.xid)";
+    return "ins AS (INSERT INTO " + s.target + " AS t (" + join(names) + ")" +
+           (s.override_identity ? " OVERRIDING SYSTEM VALUE" : "") + "\n SELECT " + join(from_todo) +
+           " FROM todo p WHERE " + action_is("p", kInsert) + " ORDER BY " + key_list(s, "p") + on_conflict(s) +
+           "\n RETURNING " + fresh + " AS fresh)";
+}
+
+// lck: rows to update or delete are locked in key order first, so that two
+// merges over overlapping keys queue instead of deadlocking. It returns the
+// planned rows it locked, so the UPDATE and DELETE join the target through
+// them alone (one CTE scan, index look-ups).
+std::string lck_cte(const MergeSpec& s)
+{
+    return "lck AS MATERIALIZED (SELECT p.* FROM " + s.target + " AS t JOIN todo p ON " + keys_match(s, "t", "p") +
+           " WHERE p." + kAction + " OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY " +
+           key_list(s, "t") + " FOR UPDATE OF t)";
+}
+
+// upd. With versions, the guard is checked again against the row as it is
+// after any wait for its lock (EvalPlanQual): a newer version that a
+// concurrent merge committed meanwhile is never overwritten.
+std::string upd_cte(const MergeSpec& s)
+{
+    if (s.update_columns.empty())
+        return "upd AS (SELECT 1 WHERE false)";
+    std::vector<std::string> upd;
+    std::vector<std::string> vals;
+    for (const auto& c : s.update_columns) {
+        upd.push_back(c.name);
+        vals.push_back("p." + c.name);
+    }
+    return "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) + ") FROM lck AS p WHERE " +
+           action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + not_older(s, "p") + " RETURNING 1)";
+}
+
+// del: the source's deletes (delete_column).
+std::string del_cte(const MergeSpec& s)
+{
+    if (!s.delete_column)
+        return "del AS (SELECT 1 WHERE false)";
+    return "del AS (DELETE FROM " + s.target + " AS t USING lck AS p WHERE " + action_is("p", kDelete) + " AND " +
+           keys_match(s, "t", "p") + not_older(s, "p") + " RETURNING 1)";
+}
+
+// miss: the target's rows the source lacks (delete_missing).
+std::string miss_cte(const MergeSpec& s)
+{
+    if (!s.delete_missing)
+        return "miss AS (SELECT 1 WHERE false)";
+    return "miss AS (DELETE FROM " + s.target + " AS t WHERE " + missing_where(s) +
+           " AND (SELECT ok FROM checks2) RETURNING 1)";
+}
+
+// tomb: versioned deletes (applied, or for keys the target lacks) leave a
+// tombstone so that an older row cannot bring the key back.
+std::string tomb_cte(const MergeSpec& s)
+{
+    if (!s.tombstones)
+        return "tomb AS (SELECT 0 AS n)";
+    return "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"
+           " pg_catalog.array_agg(" + digest_of(s.keys, "p", false) + "),"
+           " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" + key_list(s, "p") + ")),"
+           " pg_catalog.array_agg(idem._canonical_text(p." + s.version->name + "))) AS n"
+           " FROM plan p WHERE p." + std::string(kAction) +
+           " OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))";
+}
+
+// The result row: (inserted, updated, deleted, unchanged, stale). A planned
+// write that did not happen (a newer version committed meanwhile) is stale.
+std::string counts(const MergeSpec& s)
+{
+    const std::string stale_meanwhile =
+        s.version ? " " + std::string(kPlus) + " ta.to_update " + kMinus + " " + count_where("upd") + " " + kPlus +
+                        " ta.to_delete " + kMinus + " " + count_where("del")
+                  : std::string();
+    return "SELECT " + count_where("ins", "fresh") + "::pg_catalog.int8 AS inserted,\n (" + count_where("upd") + " " +
+           kPlus + " " + count_where("ins", "NOT fresh") + ")::pg_catalog.int8 AS updated,\n (" + count_where("del") +
+           " " + kPlus + " " + count_where("miss") + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan() + " " +
+           kPlus + " ta.to_insert " + kMinus + " " + count_where("ins") + ")::pg_catalog.int8 AS unchanged,\n (ta.stale" +
+           stale_meanwhile + ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb, tally ta";
+}
+
+std::string with(const std::vector<std::string>& ctes, const std::string& select)
+{
+    return "WITH\n" + join(ctes, ",\n") + "\n" + select;
+}
+
+}  // namespace
+
+std::string build_merge_sql(const MergeSpec& s)
+{
+    // Read the source, check it, plan each key.
+    std::vector<std::string> ctes = {src_cte(s), stats_cte(s)};
     if (s.check_duplicates) {
-        const std::string k = key_list(s, "src");
-        if (!versioned) {
-            sql += "dups AS MATERIALIZED (SELECT " + k + " FROM src GROUP BY " + k +
-                   " HAVING pg_catalog.count(DISTINCT " + digest_of(all_src, "src", false) + ") " + kGt +
-                   " 1 LIMIT 1),\n";
-        } else {
-            // Only the rows of the highest version compete.
-            sql += "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.max(src." + s.version->name +
-                   ") AS top FROM src GROUP BY " + k + " HAVING pg_catalog.count(*) " + kGt + " 1),\n";
-            sql += "dups AS MATERIALIZED (SELECT " + key_list(s, "src") + " FROM src JOIN tops ON " +
-                   keys_match(s, "src", "tops") + " AND src." + s.version->name + " " + s.version_eq +
-                   " tops.top GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " +
-                   digest_of(all_src, "src", false) + ") " + kGt + " 1 LIMIT 1),\n";
-        }
+        if (s.version)
+            ctes.push_back(tops_cte(s));
+        ctes.push_back(dups_cte(s));
     }
-
-    // checks: the first problem raises (in this order), else true.
-    {
-        std::string c = "checks AS MATERIALIZED (SELECT CASE\n";
-        if (s.check_nulls) {
-            for (std::size_t i = 0; i < s.keys.size(); ++i) {
-                const std::string n = "st.null_" + std::to_string(i);
-                c += " WHEN " + n + " " + kGt + " 0 THEN idem._raise('23502', pg_catalog.format("
-                     "'null value in key column %s of the source', pg_catalog.quote_ident(" +
-                     s.keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " +
-                     n + ", pg_catalog.quote_ident(" + s.keys[i].name_literal +
-                     ")), 'Every key column of every source row must have a value.')\n";
-            }
-        }
-        if (versioned) {
-            c += " WHEN st.null_version " + std::string(kGt) + " 0 THEN idem._raise('23502', pg_catalog.format("
-                 "'null value in version column %s of the source', pg_catalog.quote_ident(" +
-                 s.version->name_literal + ")), pg_catalog.format('%s source rows have no version.', st.null_version), "
-                 "'Every source row needs a version when version_column is given.')\n";
-        }
-        if (s.check_duplicates) {
-            c += " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
-                 "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values" +
-                 std::string(versioned ? " at its highest version" : "") + ".', " + key_text(s, "d") +
-                 "), " +
-                 (versioned ? "'Give each change of a key a higher version.'"
-                            : "'Remove the duplicates, or pass version_column so that the newest row wins.'") +
-                 ") FROM dups d)\n";
-        }
-        if (s.delete_missing && !s.allow_empty) {
-            c += " WHEN st.n " + std::string(kEq) + " 0 THEN idem._raise('22023', "
-                 "'the source is empty and delete_missing would delete every target row in scope', "
-                 "'An empty snapshot usually means a failed extract.', "
-                 "'Pass allow_empty => true if the source is really empty.')\n";
-        }
-        if (c.find(" WHEN ") == std::string::npos)
-            c = "checks AS MATERIALIZED (SELECT true AS ok),\n";  // nothing to check: stats is never read
-        else
-            c += " ELSE true END AS ok FROM stats st),\n";
-        sql += c;
-    }
-
-    // dedup: one row per key.
-    if (s.check_duplicates) {
-        const std::string k = key_list(s, "");
-        sql += "dedup AS MATERIALIZED (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) ORDER BY " +
-               k + (versioned ? ", " + s.version->name + " DESC" : "") + "),\n";
-    } else {
-        sql += "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks)),\n";
-    }
-
-    // plan: each source key's action.
-    {
-        const std::string matched = "t." + s.keys[0].name + " IS NOT NULL";
-        // Only the keys with something to do (or to report as stale, a
-        // conflict, an absent delete) are kept: a replay's unchanged keys
-        // are counted (count of dedup less the rows kept), not copied into
-        // the CTE's tuplestore (1M rows of a replay spilled 74 MB to temp
-        // files and were read back for the counts). OFFSET 0 keeps the
-        // action computed once per row (a flattened subquery would compute
-        // the CASE, row comparisons included, in the filter and again in the
-        // list).
-        std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE\n";
-        if (s.tombstones) {
-            // A key deleted at a version at least this row's stays deleted.
-            // The tombstone's canonical text is parsed as the caller (the
-            // version type's input function is the caller's to run).
-            // A row at the tombstone's version stays deleted (a delete wins a
-            // tie); a replayed delete at that version is simply unchanged.
-            const std::string tbv = "idem._from_canonical(tb.version, NULL::" + s.version_type + ")";
-            p += " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND d." + std::string(kDeleteFlag) +
-                 " IS NOT TRUE AND NOT (" + tbv + " " + s.version_lt + " d." + s.version->name + ") THEN " +
-                 std::to_string(kStale) + "\n";
-            p += " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND d." + std::string(kDeleteFlag) +
-                 " IS TRUE AND d." + s.version->name + " " + s.version_lt + " " + tbv + " THEN " +
-                 std::to_string(kStale) + "\n";
-        }
-        if (deletes)
-            p += " WHEN d." + std::string(kDeleteFlag) + " IS TRUE AND NOT (" + matched + ") THEN " +
-                 std::to_string(kDeleteAbsent) + "\n";
-        p += " WHEN NOT (" + matched + ") THEN " + std::to_string(kInsert) + "\n";
-        if (versioned)
-            p += " WHEN d." + s.version->name + " " + s.version_lt + " t." + s.version->name + " THEN " +
-                 std::to_string(kStale) + "\n";
-        if (deletes)
-            p += " WHEN d." + std::string(kDeleteFlag) + " IS TRUE THEN " + std::to_string(kDelete) + "\n";
-        p += " WHEN " + images_equal(s.update_columns, "d", "t") + " THEN " + std::to_string(kUnchanged) + "\n";
-        if (versioned)
-            p += " WHEN d." + s.version->name + " " + s.version_eq + " t." + s.version->name + " THEN " +
-                 std::to_string(kConflict) + "\n";
-        p += " ELSE " + std::to_string(kUpdate) + " END AS " + kAction + "\n";
-        p += " FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
-        if (s.tombstones)
-            p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
-                 digest_of(s.keys, "d", false);
-        p += "\n OFFSET 0) AS x WHERE x." + std::string(kAction) + " OPERATOR(pg_catalog.<>) " +
-             std::to_string(kUnchanged) + "),\n";
-        sql += p;
-    }
-
-    if (versioned) {
-        sql += "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " +
-               action_is("p", kConflict) + ") THEN (SELECT idem._raise('21000', "
-               "'a source row has the same version as the target row but different content', "
-               "pg_catalog.format('Key %s has version %s in both.', " + key_text(s, "p") + ", p." +
-               s.version->name + "::pg_catalog.text), 'A changed row needs a higher version.') FROM plan p WHERE " +
-               action_is("p", kConflict) + " LIMIT 1) ELSE true END AS ok),\n";
-    } else {
-        sql += "checks2 AS MATERIALIZED (SELECT true AS ok),\n";
-    }
-
-    std::string scope = s.delete_scope ? "(" + *s.delete_scope + "\n) AND " : "";
-    std::string missing_where = scope + "NOT EXISTS (SELECT FROM dedup d WHERE " + keys_match(s, "t", "d") + ")";
-
-    // What the counts need of plan and dedup, in one pass over each (plan's
-    // tuplestore holds every source row of a first load: each count read it
-    // once more). The keys plan left out are the unchanged ones; absent
-    // deletes count as unchanged too.
-    auto tally_of = [&](int action) {
-        return "pg_catalog.count(*) FILTER (WHERE p." + std::string(kAction) + " " + kEq + " " +
-               std::to_string(action) + ")";
-    };
-    sql += "tally AS MATERIALIZED (SELECT " + count_where("dedup") + " AS n, pg_catalog.count(*) AS kept, " +
-           tally_of(kInsert) + " AS to_insert, " + tally_of(kUpdate) + " AS to_update, " + tally_of(kDelete) +
-           " AS to_delete, " + tally_of(kStale) + " AS stale, " + tally_of(kDeleteAbsent) + " AS absent FROM plan p),\n";
-    const std::string unchanged_in_plan = "ta.n " + std::string(kMinus) + " ta.kept " + kPlus + " ta.absent";
-    std::string counts;
-    if (s.dry_run) {
-        const std::string missing =
-            s.delete_missing ? count_where(s.target + " AS t", missing_where) : std::string("0");
-        counts = "SELECT ta.to_insert::pg_catalog.int8 AS inserted,\n ta.to_update::pg_catalog.int8 AS updated,\n (ta.to_delete " +
-                 std::string(kPlus) + " " + missing + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan +
-                 ")::pg_catalog.int8 AS unchanged,\n ta.stale::pg_catalog.int8 AS stale\n FROM checks, checks2, tally ta";
-        // (checks2 raises for conflicts, as a real run would.)
-        return sql.substr(0, sql.size() - 2) + "\n" + counts;
-    }
-
-    // Not copied again: ins, lck and the counts each read plan's tuplestore
-    // through it (on a first load, plan holds every source row).
-    sql += "todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p." + std::string(kAction) +
-           " OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),\n";
-
-    // Inserts: new keys, in key order. A key a concurrent transaction has
-    // inserted meanwhile is updated instead (as if the two ran one after the
-    // other), unless its content is already the same.
-    {
-        std::vector<std::string> names;
-        for (const auto& c : s.insert_columns)
-            names.push_back(c.name);
-        std::vector<std::string> from_todo;
-        for (const auto& c : s.insert_columns)
-            from_todo.push_back("p." + c.name);
-        std::string ins = "ins AS (INSERT INTO " + s.target + " AS t (" + join(names) + ")" +
-                          (s.override_identity ? " OVERRIDING SYSTEM VALUE" : "") + "\n SELECT " + join(from_todo) +
-                          " FROM todo p WHERE " + action_is("p", kInsert) + " ORDER BY " + key_list(s, "p") +
-                          "\n ON CONFLICT (" + key_list(s, "") + ") ";
-        if (s.update_columns.empty()) {
-            ins += "DO NOTHING";
-        } else {
-            std::vector<std::string> upd;
-            std::vector<std::string> exc;
-            for (const auto& c : s.update_columns) {
-                upd.push_back(c.name);
-                exc.push_back("EXCLUDED." + c.name);
-            }
-            ins += "DO UPDATE SET (" + join(upd) + ") = ROW(" + join(exc) + ") WHERE NOT (" +
-                   images_equal(s.update_columns, "EXCLUDED", "t", false) + ")";
-            if (versioned)
-                ins += " AND NOT (EXCLUDED." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")";
-        }
-        // xmax = 0 tells a fresh insert from a conflict turned update. A
-        // partitioned table has no xmax here: there a row a concurrent
-        // transaction inserted meanwhile counts as inserted (docs/merge.md).
-        ins += s.partitioned ? "\n RETURNING true AS fresh),\n"
-                             : "\n RETURNING (t.xmax " + std::string(kEq) + " '0'::pg_catalog.xid) AS fresh),\n";
-        sql += ins;
-    }
-
-    // Rows to update or delete are locked in key order first, so that two
-    // merges over overlapping keys queue instead of deadlocking.
-    // lck returns the planned rows it locked, so the UPDATE and DELETE below
-    // join the target through them alone (one CTE scan, index look-ups).
-    sql += "lck AS MATERIALIZED (SELECT p.* FROM " + s.target + " AS t JOIN todo p ON " +
-           keys_match(s, "t", "p") + " WHERE p." + std::string(kAction) +
-           " OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY " + key_list(s, "t") +
-           " FOR UPDATE OF t),\n";
-    if (!s.update_columns.empty()) {
-        std::vector<std::string> upd;
-        std::vector<std::string> vals;
-        for (const auto& c : s.update_columns) {
-            upd.push_back(c.name);
-            vals.push_back("p." + c.name);
-        }
-        // With versions, the guard is checked again against the row as it is
-        // after any wait for its lock (EvalPlanQual): a newer version that a
-        // concurrent merge committed meanwhile is never overwritten.
-        const std::string newer_guard =
-            versioned ? " AND NOT (p." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")" : "";
-        sql += "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
-               ") FROM lck AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + newer_guard +
-               " RETURNING 1),\n";
-    } else {
-        sql += "upd AS (SELECT 1 WHERE false),\n";
-    }
-    if (deletes) {
-        const std::string newer_guard =
-            versioned ? " AND NOT (p." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")" : "";
-        sql += "del AS (DELETE FROM " + s.target + " AS t USING lck AS p WHERE " + action_is("p", kDelete) +
-               " AND " + keys_match(s, "t", "p") + newer_guard + " RETURNING 1),\n";
-    } else {
-        sql += "del AS (SELECT 1 WHERE false),\n";
-    }
-    if (s.delete_missing) {
-        sql += "miss AS (DELETE FROM " + s.target + " AS t WHERE " + missing_where +
-               " AND (SELECT ok FROM checks2) RETURNING 1),\n";
-    } else {
-        sql += "miss AS (SELECT 1 WHERE false),\n";
-    }
-    if (s.tombstones) {
-        // Versioned deletes (applied, or for keys the target lacks) leave a
-        // tombstone so that an older row cannot bring the key back.
-        sql += "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"
-               " pg_catalog.array_agg(" + digest_of(s.keys, "p", false) + "),"
-               " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" + key_list(s, "p") + ")),"
-               " pg_catalog.array_agg(idem._canonical_text(p." + s.version->name + "))) AS n"
-               " FROM plan p WHERE p." + std::string(kAction) +
-               " OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),\n";
-    } else {
-        sql += "tomb AS (SELECT 0 AS n),\n";
-    }
-    sql.erase(sql.size() - 2);  // the last ",\n"
-    sql += "\nSELECT " + count_where("ins", "fresh") + "::pg_catalog.int8 AS inserted,\n (" +
-           count_where("upd") + " " + kPlus + " " + count_where("ins", "NOT fresh") +
-           ")::pg_catalog.int8 AS updated,\n (" + count_where("del") + " " + kPlus + " " + count_where("miss") +
-           ")::pg_catalog.int8 AS deleted,\n (" +
-           unchanged_in_plan + " " + kPlus + " ta.to_insert " + kMinus + " " + count_where("ins") +
-           ")::pg_catalog.int8 AS unchanged,\n (ta.stale" +
-           (versioned ? " " + std::string(kPlus) + " ta.to_update " + kMinus + " " + count_where("upd") + " " + kPlus +
-                            " ta.to_delete " + kMinus + " " + count_where("del")
-                      : std::string()) +
-           ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb, tally ta";
-    return sql;
+    for (auto& cte : {checks_cte(s), dedup_cte(s), plan_cte(s), checks2_cte(s), tally_cte()})
+        ctes.push_back(cte);
+    if (s.dry_run)
+        return with(ctes, dry_run_counts(s));
+    // Write, then count.
+    for (auto& cte : {todo_cte(), ins_cte(s), lck_cte(s), upd_cte(s), del_cte(s), miss_cte(s), tomb_cte(s)})
+        ctes.push_back(cte);
+    return with(ctes, counts(s));
 }
 
 }  // namespace pg_idempotent::core

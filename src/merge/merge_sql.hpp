@@ -9,14 +9,19 @@
 // checks, the writes and the counts commit or fail together:
 //   src     the source rows (keys and versions cast to the target's types)
 //   stats   row count and NULL counts           -> 23502
+//   tops    (versioned) each key's highest version
 //   dups    keys with differing rows             -> 21000
 //   checks  raises the first problem found, else true (gates everything)
 //   dedup   one row per key (the highest version)
 //   plan    each key's action against the target (and its tombstone)
 //   checks2 equal version, different content     -> 21000
+//   tally   the planned counts (a dry run ends here)
+//   todo    the planned writes
+//   ins     new keys, in key order
 //   lck     the rows to update or delete, locked in key order (no deadlock)
-//   ins/upd/del/miss   the writes; unchanged rows are never touched
+//   upd/del/miss   the other writes; unchanged rows are never touched
 //   tomb    tombstones for versioned deletes
+// merge_sql.cpp builds each with one function of the same name (src_cte, ...).
 #pragma once
 
 #include <optional>

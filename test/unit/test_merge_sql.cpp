@@ -1,0 +1,362 @@
+// build_merge_sql: what each option adds or removes, that every operator the
+// statement writes is schema-qualified, and that identifiers stay as quoted.
+// test_merge_sql_golden.cpp holds whole statements the server ran.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "merge/merge_sql.hpp"
+
+namespace {
+
+using pg_idempotent::core::build_merge_sql;
+using pg_idempotent::core::cast_to_target;
+using pg_idempotent::core::MergeColumn;
+using pg_idempotent::core::MergeSpec;
+
+const char* const kEq = "OPERATOR(pg_catalog.=)";
+const char* const kLt = "OPERATOR(pg_catalog.<)";
+
+bool has(const std::string& sql, const std::string& part) { return sql.find(part) != std::string::npos; }
+
+std::size_t count_of(const std::string& sql, const std::string& part)
+{
+    std::size_t n = 0;
+    for (std::size_t at = sql.find(part); at != std::string::npos; at = sql.find(part, at + part.size()))
+        ++n;
+    return n;
+}
+
+// The CTE named name, from "name AS" to the next CTE (or the final SELECT).
+std::string cte(const std::string& sql, const std::string& name)
+{
+    const std::size_t at = sql.find("\n" + name + " AS ");
+    if (at == std::string::npos)
+        return {};
+    const std::size_t end = sql.find("),\n", at);
+    return sql.substr(at + 1, end == std::string::npos ? std::string::npos : end - at);
+}
+
+MergeColumn col(const std::string& name, const std::string& type = "integer")
+{
+    return MergeColumn{name, type, "'" + name + "'"};
+}
+
+// Target t, key id, columns a and b updated.
+MergeSpec plain()
+{
+    MergeSpec s;
+    s.target = "public.t";
+    s.source_sql = "SELECT id, a, b FROM public.src";
+    s.keys = {col("id")};
+    s.key_eq = {kEq};
+    s.insert_columns = {col("id"), col("a", "pg_catalog.text"), col("b")};
+    s.update_columns = {col("a", "pg_catalog.text"), col("b")};
+    return s;
+}
+
+MergeSpec versioned(MergeSpec s = plain())
+{
+    s.insert_columns.push_back(col("ver", "bigint"));
+    s.update_columns.push_back(col("ver", "bigint"));
+    s.version = col("ver", "bigint");
+    s.version_lt = kLt;
+    s.version_eq = kEq;
+    s.version_type = "bigint";
+    return s;
+}
+
+MergeSpec everything()
+{
+    MergeSpec s = versioned();
+    s.delete_column = "gone";
+    s.tombstones = true;
+    s.delete_missing = true;
+    return s;
+}
+
+const std::vector<std::string> kCtes = {"src",  "stats", "dups", "checks", "dedup", "plan", "checks2", "tally",
+                                        "todo", "ins",   "lck",  "upd",    "del",   "miss", "tomb"};
+
+TEST(MergeSql, PlainMergeHasEveryStepInOrder)
+{
+    const std::string sql = build_merge_sql(plain());
+    EXPECT_EQ(sql.rfind("WITH\nsrc AS MATERIALIZED (SELECT ", 0), 0u);
+    std::size_t last = 0;
+    for (const auto& name : kCtes) {
+        const std::size_t at = sql.find("\n" + name + " AS ");
+        ASSERT_NE(at, std::string::npos) << name;
+        EXPECT_GT(at, last) << name;
+        last = at;
+    }
+    EXPECT_TRUE(has(sql, "\ndel AS (SELECT 1 WHERE false),\n"));
+    EXPECT_TRUE(has(sql, "\nmiss AS (SELECT 1 WHERE false),\n"));
+    EXPECT_TRUE(has(sql, "\ntomb AS (SELECT 0 AS n)\nSELECT "));
+    EXPECT_TRUE(has(sql, "\nchecks2 AS MATERIALIZED (SELECT true AS ok),\n"));
+    const std::string tail = " FROM checks, checks2, tomb, tally ta";
+    EXPECT_EQ(sql.substr(sql.size() - tail.size()), tail);
+    for (const auto& out : {"inserted", "updated", "deleted", "unchanged", "stale"})
+        EXPECT_TRUE(has(sql, std::string("::pg_catalog.int8 AS ") + out)) << out;
+}
+
+TEST(MergeSql, KeysAndVersionsAreCastToTheTargetOthersAreNot)
+{
+    const std::string src = cte(build_merge_sql(versioned()), "src");
+    EXPECT_TRUE(has(src, "CAST(s.id AS integer) AS id"));
+    EXPECT_TRUE(has(src, "CAST(s.ver AS bigint) AS ver"));
+    EXPECT_TRUE(has(src, ", s.a, s.b,"));
+    EXPECT_FALSE(has(src, "CAST(s.a "));
+}
+
+TEST(MergeSql, SourceTextIsPlacedVerbatimBeforeANewLine)
+{
+    MergeSpec s = plain();
+    s.source_sql = "SELECT 1 AS id, 'x' AS a, 2 AS b -- a trailing comment";
+    EXPECT_TRUE(has(build_merge_sql(s), " FROM (" + s.source_sql + "\n) AS s),\n"));
+}
+
+// Removes every OPERATOR(schema.op), then looks for a bare operator.
+std::string without_qualified_operators(std::string sql)
+{
+    for (std::size_t at = sql.find("OPERATOR("); at != std::string::npos; at = sql.find("OPERATOR(", at)) {
+        const std::size_t end = sql.find(')', at);
+        EXPECT_EQ(sql.compare(at + 9, 11, "pg_catalog."), 0) << sql.substr(at, end - at + 1);
+        sql.erase(at, end - at + 1);
+    }
+    return sql;
+}
+
+TEST(MergeSql, EveryOperatorIsSchemaQualified)
+{
+    MergeSpec dry = everything();
+    dry.dry_run = true;
+    for (const MergeSpec& s : {plain(), versioned(), everything(), dry}) {
+        const std::string rest = without_qualified_operators(build_merge_sql(s));
+        for (const auto& op : {" < ", " > ", " <= ", " >= ", " <> ", " != ", " + ", " - ", " / "})
+            EXPECT_FALSE(has(rest, op)) << "bare" << op;
+        // The only bare = is a multi-column SET (...) = ROW(...).
+        EXPECT_EQ(count_of(rest, " = "), count_of(rest, ") = ROW("));
+        EXPECT_FALSE(has(rest, "IN ("));
+    }
+}
+
+TEST(MergeSql, EachKeyUsesItsOwnEqualityOperator)
+{
+    MergeSpec s = plain();
+    s.keys = {col("id"), col("email", "public.citext")};
+    s.key_eq = {kEq, "OPERATOR(public.=)"};
+    s.insert_columns.push_back(col("email", "public.citext"));
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(sql, "AS t ON t.id OPERATOR(pg_catalog.=) d.id AND t.email OPERATOR(public.=) d.email\n"));
+    EXPECT_TRUE(has(sql, "ON CONFLICT (id, email) "));
+    EXPECT_TRUE(has(sql, "GROUP BY src.id, src.email HAVING"));
+    EXPECT_TRUE(has(sql, "DISTINCT ON (id, email) * FROM src"));
+    EXPECT_TRUE(has(sql, "AS null_0, pg_catalog.count(*) FILTER (WHERE email IS NULL) AS null_1 FROM src"));
+    EXPECT_TRUE(has(sql, "WHEN st.null_1 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502'"));
+    EXPECT_TRUE(has(sql, "ORDER BY p.id, p.email\n"));
+    EXPECT_TRUE(has(sql, "ORDER BY t.id, t.email FOR UPDATE OF t"));
+}
+
+TEST(MergeSql, HostileIdentifiersStayQuoted)
+{
+    const std::string key = "\"K\"\"); DROP TABLE x; --\"";
+    const std::string val = "\"Value \"\"Col\"\"\"";
+    MergeSpec s;
+    s.target = "\"My Schema\".\"T; --\"";
+    s.source_sql = "SELECT 1";
+    s.keys = {MergeColumn{key, "integer", "'K\"); DROP TABLE x; --'"}};
+    s.key_eq = {kEq};
+    s.insert_columns = {s.keys[0], MergeColumn{val, "pg_catalog.text", "'Value \"Col\"'"}};
+    s.update_columns = {s.insert_columns[1]};
+    s.delete_column = "\"Del?\"\"\"";
+    const std::string sql = build_merge_sql(s);
+    // Every occurrence of the raw text is inside the quoted name.
+    EXPECT_EQ(count_of(sql, "DROP TABLE x"), count_of(sql, key) + count_of(sql, "'K\"); DROP TABLE x; --'"));
+    EXPECT_GT(count_of(sql, key), 10u);
+    EXPECT_EQ(count_of(sql, "Value "), count_of(sql, val) + count_of(sql, "'Value \"Col\"'"));
+    EXPECT_TRUE(has(sql, "CAST(s.\"Del?\"\"\" AS pg_catalog.bool) AS \"idem$delete\""));
+    EXPECT_EQ(count_of(sql, "\"T; --\""), count_of(sql, "\"My Schema\".\"T; --\""));
+    // Names in messages are literals, quoted by the server at run time.
+    EXPECT_TRUE(has(sql, "pg_catalog.quote_ident('K\"); DROP TABLE x; --')"));
+}
+
+TEST(MergeSql, DryRunWritesNothing)
+{
+    for (MergeSpec s : {plain(), everything()}) {
+        s.dry_run = true;
+        const std::string sql = build_merge_sql(s);
+        for (const auto& w : {"INSERT", "UPDATE", "DELETE", "_tombstones_put", "\ntodo AS", "\nins AS", "\nlck AS"})
+            EXPECT_FALSE(has(sql, w)) << w;
+        const std::string tail = "\n FROM checks, checks2, tally ta";
+        EXPECT_EQ(sql.substr(sql.size() - tail.size()), tail);
+        EXPECT_TRUE(has(sql, "\ntally AS MATERIALIZED (SELECT "));
+        EXPECT_TRUE(has(sql, "),\ntally AS"));
+        EXPECT_TRUE(has(sql, " FROM plan p)\nSELECT ta.to_insert::pg_catalog.int8 AS inserted,\n"));
+    }
+}
+
+TEST(MergeSql, DryRunCountsMissingRowsOnlyWithDeleteMissing)
+{
+    MergeSpec s = plain();
+    s.dry_run = true;
+    EXPECT_TRUE(has(build_merge_sql(s), "(ta.to_delete OPERATOR(pg_catalog.+) 0)::pg_catalog.int8 AS deleted"));
+    s.delete_missing = true;
+    s.delete_scope = "a = 'x'";
+    EXPECT_TRUE(has(build_merge_sql(s),
+                    "(ta.to_delete OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM public.t AS t WHERE (a = 'x'\n) "
+                    "AND NOT EXISTS (SELECT FROM dedup d WHERE t.id OPERATOR(pg_catalog.=) d.id)))::pg_catalog.int8 AS "
+                    "deleted"));
+}
+
+TEST(MergeSql, DeleteMissingDeletesWhatTheSourceLacksAndRefusesAnEmptySource)
+{
+    MergeSpec s = plain();
+    EXPECT_FALSE(has(build_merge_sql(s), "22023"));
+    s.delete_missing = true;
+    std::string sql = build_merge_sql(s);
+    EXPECT_EQ(cte(sql, "miss"), "miss AS (DELETE FROM public.t AS t WHERE NOT EXISTS (SELECT FROM dedup d WHERE t.id "
+                                "OPERATOR(pg_catalog.=) d.id) AND (SELECT ok FROM checks2) RETURNING 1)");
+    EXPECT_TRUE(has(sql, " WHEN st.n OPERATOR(pg_catalog.=) 0 THEN idem._raise('22023', "));
+    s.delete_scope = "a = 'x'";
+    sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "miss"), "WHERE (a = 'x'\n) AND NOT EXISTS ("));
+    s.allow_empty = true;
+    EXPECT_FALSE(has(build_merge_sql(s), "22023"));
+}
+
+TEST(MergeSql, DeleteColumnPlansDeletesAndAbsentDeletes)
+{
+    MergeSpec s = plain();
+    s.delete_column = "gone";
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "src"), ", CAST(s.gone AS pg_catalog.bool) AS \"idem$delete\" FROM ("));
+    EXPECT_TRUE(has(cte(sql, "dups"), "src.b, src.\"idem$delete\")"));
+    EXPECT_TRUE(has(sql, "\n WHEN d.\"idem$delete\" IS TRUE AND NOT (t.id IS NOT NULL) THEN 7\n"
+                         " WHEN NOT (t.id IS NOT NULL) THEN 1\n WHEN d.\"idem$delete\" IS TRUE THEN 3\n"));
+    EXPECT_EQ(cte(sql, "del"), "del AS (DELETE FROM public.t AS t USING lck AS p WHERE p.\"idem$action\" "
+                               "OPERATOR(pg_catalog.=) 3 AND t.id OPERATOR(pg_catalog.=) p.id RETURNING 1)");
+    EXPECT_FALSE(has(sql, "_tombstones"));
+}
+
+TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
+{
+    const std::string sql = build_merge_sql(versioned());
+    EXPECT_TRUE(has(sql, "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.ver) AS top FROM src"));
+    EXPECT_TRUE(has(cte(sql, "dups"), " JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id AND src.ver "
+                                      "OPERATOR(pg_catalog.=) tops.top "));
+    EXPECT_TRUE(has(cte(sql, "stats"), "FILTER (WHERE ver IS NULL) AS null_version FROM src"));
+    EXPECT_TRUE(has(cte(sql, "dedup"), "ORDER BY id, ver DESC)"));
+    EXPECT_TRUE(has(cte(sql, "plan"), " WHEN d.ver OPERATOR(pg_catalog.<) t.ver THEN 5\n"));
+    EXPECT_TRUE(has(cte(sql, "plan"), " WHEN d.ver OPERATOR(pg_catalog.=) t.ver THEN 6\n"));
+    EXPECT_TRUE(has(cte(sql, "checks2"), "idem._raise('21000', 'a source row has the same version"));
+    EXPECT_TRUE(has(cte(sql, "ins"), " AND NOT (EXCLUDED.ver OPERATOR(pg_catalog.<) t.ver)\n"));
+    EXPECT_TRUE(has(cte(sql, "upd"), " AND NOT (p.ver OPERATOR(pg_catalog.<) t.ver) RETURNING 1"));
+    EXPECT_TRUE(has(sql, "(ta.stale OPERATOR(pg_catalog.+) ta.to_update OPERATOR(pg_catalog.-) "));
+    EXPECT_FALSE(has(sql, "_tombstones"));
+    const std::string unversioned = build_merge_sql(plain());
+    EXPECT_FALSE(has(unversioned, "\ntops AS"));
+    EXPECT_TRUE(has(unversioned, "\n (ta.stale)::pg_catalog.int8 AS stale\n"));
+}
+
+TEST(MergeSql, TombstonesAreReadAndWrittenWithVersionedDeletes)
+{
+    const std::string sql = build_merge_sql(everything());
+    EXPECT_TRUE(has(cte(sql, "plan"), "\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest "
+                                      "OPERATOR(pg_catalog.=) idem._row_digest(ROW(d.id))\n"));
+    EXPECT_EQ(count_of(cte(sql, "plan"), "idem._from_canonical(tb.version, NULL::bigint)"), 2u);
+    EXPECT_TRUE(has(cte(sql, "tomb"), "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"));
+    EXPECT_TRUE(has(cte(sql, "tomb"), "ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))"));
+    EXPECT_TRUE(has(cte(sql, "del"), " AND NOT (p.ver OPERATOR(pg_catalog.<) t.ver) RETURNING 1"));
+}
+
+TEST(MergeSql, NothingToUpdateInsertsOrLeavesAlone)
+{
+    MergeSpec s = plain();
+    s.insert_columns = {col("id")};
+    s.update_columns.clear();
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "ins"), "\n ON CONFLICT (id) DO NOTHING\n"));
+    EXPECT_EQ(cte(sql, "upd"), "upd AS (SELECT 1 WHERE false)");
+    EXPECT_TRUE(has(cte(sql, "plan"), " WHEN pg_catalog.record_image_eq(ROW(), ROW()) THEN 4\n"));
+}
+
+TEST(MergeSql, ASourceUniqueOnTheKeyIsNotCheckedNorCopied)
+{
+    MergeSpec s = plain();
+    s.check_nulls = false;
+    s.check_duplicates = false;
+    const std::string sql = build_merge_sql(s);
+    EXPECT_EQ(sql.rfind("WITH\nsrc AS NOT MATERIALIZED (", 0), 0u);
+    EXPECT_FALSE(has(sql, "\ndups AS"));
+    EXPECT_FALSE(has(sql, "null_0"));
+    EXPECT_TRUE(has(sql, "\nchecks AS MATERIALIZED (SELECT true AS ok),\n"));
+    EXPECT_TRUE(has(sql, "\ndedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks)),\n"));
+    // The empty-source check still needs stats.
+    s.delete_missing = true;
+    EXPECT_TRUE(has(build_merge_sql(s), " ELSE true END AS ok FROM stats st),\n"));
+}
+
+TEST(MergeSql, NullChecksAndDuplicateChecksAreSeparate)
+{
+    MergeSpec s = plain();
+    s.check_nulls = false;
+    std::string sql = build_merge_sql(s);
+    EXPECT_FALSE(has(sql, "23502"));
+    EXPECT_TRUE(has(sql, "\ndups AS"));
+    s.check_nulls = true;
+    s.check_duplicates = false;
+    sql = build_merge_sql(s);
+    EXPECT_TRUE(has(sql, "23502"));
+    EXPECT_FALSE(has(sql, "\ndups AS"));
+}
+
+TEST(MergeSql, OverrideIdentityOnlyOnTheInsert)
+{
+    MergeSpec s = plain();
+    EXPECT_FALSE(has(build_merge_sql(s), "OVERRIDING"));
+    s.override_identity = true;
+    const std::string sql = build_merge_sql(s);
+    EXPECT_EQ(count_of(sql, "OVERRIDING SYSTEM VALUE"), 1u);
+    EXPECT_TRUE(has(sql, "ins AS (INSERT INTO public.t AS t (id, a, b) OVERRIDING SYSTEM VALUE\n SELECT "));
+}
+
+TEST(MergeSql, PartitionedTargetsCountEveryInsertAsFresh)
+{
+    MergeSpec s = plain();
+    EXPECT_TRUE(has(build_merge_sql(s), "\n RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),\n"));
+    s.partitioned = true;
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(sql, "\n RETURNING true AS fresh),\n"));
+    EXPECT_FALSE(has(sql, "xmax"));
+}
+
+TEST(MergeSql, ColumnsSubsetUpdatesOnlyThoseColumns)
+{
+    MergeSpec s = plain();
+    s.update_columns = {col("a", "pg_catalog.text")};
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "ins"), "INSERT INTO public.t AS t (id, a, b)\n SELECT p.id, p.a, p.b FROM todo p"));
+    EXPECT_TRUE(has(cte(sql, "ins"), "DO UPDATE SET (a) = ROW(EXCLUDED.a) WHERE NOT"));
+    EXPECT_TRUE(has(cte(sql, "upd"), "SET (a) = ROW(p.a) FROM lck AS p"));
+    EXPECT_TRUE(has(cte(sql, "plan"), "record_image_eq(ROW(CAST(d.a AS pg_catalog.text)), ROW(t.a))"));
+    // Duplicates compare every source column, updated or not.
+    EXPECT_TRUE(has(cte(sql, "dups"), "idem._row_digest(ROW(src.id, src.a, src.b))"));
+}
+
+TEST(CastToTarget, PlainLengthCoercedAndDomain)
+{
+    MergeColumn c = col("v", "pg_catalog.text");
+    EXPECT_EQ(cast_to_target("d.v", c), "CAST(d.v AS pg_catalog.text)");
+    c.type = "pg_catalog.\"varchar\"";
+    c.length_coercion = "pg_catalog.\"varchar\"";
+    c.base_type = "pg_catalog.\"varchar\"";
+    c.typmod = 14;
+    EXPECT_EQ(cast_to_target("d.v", c), "pg_catalog.\"varchar\"(CAST(d.v AS pg_catalog.\"varchar\"), 14, false)");
+    c.type = "public.short";
+    c.domain = true;
+    EXPECT_EQ(cast_to_target("d.v", c),
+              "CAST(pg_catalog.\"varchar\"(CAST(d.v AS pg_catalog.\"varchar\"), 14, false) AS public.short)");
+}
+
+}  // namespace
