@@ -84,19 +84,6 @@ std::string count_where(const std::string& from, const std::string& where = {})
     return "(SELECT pg_catalog.count(*) FROM " + from + (where.empty() ? "" : " WHERE " + where) + ")";
 }
 
-}  // namespace
-
-std::string cast_to_target(const std::string& ref, const MergeColumn& c)
-{
-    if (c.length_coercion.empty())
-        return "CAST(" + ref + " AS " + c.type + ")";
-    const std::string coerced =
-        c.length_coercion + "(CAST(" + ref + " AS " + c.base_type + "), " + std::to_string(c.typmod) + ", false)";
-    return c.domain ? "CAST(" + coerced + " AS " + c.type + ")" : coerced;
-}
-
-namespace {
-
 // The statement's steps, one function each, in the order of the CTEs
 // (merge_sql.hpp lists them). Each returns one CTE without the ",\n" that
 // separates it from the next.

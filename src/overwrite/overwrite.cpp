@@ -5,10 +5,10 @@
 
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
+#include "core/assignment.hpp"
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
 #include "core/sql_text.hpp"
-#include "merge/merge_sql.hpp"
 #include "overwrite/partitions.hpp"
 #include "overwrite/row_sample.hpp"
 #include "overwrite/swap_partition.hpp"

@@ -67,9 +67,9 @@ bool is_boolean_type(std::uint32_t type_oid)
     return type_oid == BOOLOID;
 }
 
-core::MergeColumn assignment_target(const Column& column)
+core::AssignmentTarget assignment_target(const Column& column)
 {
-    core::MergeColumn c{quote_ident(column.name), column.qualified_type, quote_literal(column.name)};
+    core::AssignmentTarget c{quote_ident(column.name), column.qualified_type, quote_literal(column.name)};
     std::int32_t base_typmod = column.typmod;
     const Oid base = pg_call([&] {
         int32 typmod = column.typmod;

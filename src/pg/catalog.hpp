@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "merge/merge_sql.hpp"
+#include "core/assignment.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -95,7 +95,7 @@ std::optional<LengthCoercion> length_coercion(std::uint32_t type_oid);
 // core::cast_to_target takes: a plain CAST, except for varchar(n), char(n),
 // bit(n) and varbit(n), also under a domain, whose length coercion raises
 // 22001 for a value too long instead of cutting it as a CAST does.
-core::MergeColumn assignment_target(const Column& column);
+core::AssignmentTarget assignment_target(const Column& column);
 
 // Whether schema.name is a relation (a syscache look-up, no SPI): for state
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
