@@ -12,6 +12,7 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/transactions.hpp"
+#include "pg_native/statement_digest.hpp"
 
 namespace pg_idempotent {
 
@@ -281,7 +282,7 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
                                 {Param::of_oid(v.relation)});
         bool dropped = true;
         if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
-            const pg::Relation table = pg::describe_relation(v.relation);
+            const pg::Relation table = pg::describe_relation(v.relation, pg::RelationLock::kNone);  // DROP locks it
             dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
         }  // else: dropped by hand already; its record goes too
         if (!dropped) {
@@ -332,7 +333,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // identical republish writes nothing at all, not even a row lock. The
     // same content means the same rows, the same column names and types, and
     // the view still in place.
-    const core::MultisetDigest digest = spi.digest_rows(query);
+    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query);
     const std::string checksum = digest.text();
     std::string shape;
     for (const auto& c : pg::describe_query(query))
@@ -405,7 +406,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     const auto table_oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
     // The recorded checksum is the stored table's (a volatile query, or
     // writes between the two runs of it, cannot make the record lie).
-    const std::string stored_checksum = spi.digest_rows("SELECT * FROM " + table).text();
+    const std::string stored_checksum = pg::digest_statement_rows(spi, "SELECT * FROM " + table).text();
     // Readers reach the version through the view, with the view owner's
     // rights: every version belongs to the dataset's registered owner (who
     // owns the view publish made), never to whoever owns a view by that name.
