@@ -48,6 +48,7 @@ void _PG_init(void)
 {
     // Plain PostgreSQL calls only (no C++ object is alive here).
     pg::define_settings();
+    pg::register_transaction_callbacks();
 }
 
 PG_FUNCTION_INFO_V1(idem_checksum);
@@ -162,6 +163,7 @@ Datum idem__row_digest(PG_FUNCTION_ARGS)
 Datum idem__boundary_probe(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg_idempotent::boundary_probe_longjmp(fcinfo);
         pg::require_arg(fcinfo, 0, "action");
         const auto n = pg_idempotent::boundary_probe(*pg::arg_text(fcinfo, 0), pg::arg_text(fcinfo, 1));
         return Int64GetDatum(n);

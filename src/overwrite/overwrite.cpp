@@ -18,6 +18,7 @@
 #include "pg/roles.hpp"
 #include "pg/spi.hpp"
 #include "pg/transactions.hpp"
+#include "pg_native/statement_digest.hpp"
 
 namespace pg_idempotent {
 
@@ -119,7 +120,7 @@ std::string rows_digest(pg::SpiSession& spi, const pg::Relation& shape, const st
     for (const auto& c : shape.columns)
         if (c.generated == '\0')
             ++columns;
-    return spi.digest_text(sql, columns);
+    return pg::digest_select_text(spi, sql, columns, sql_has(SqlFeature::kDigestAggregate));
 }
 
 // The digest of the query's rows as the target would store them (compared
@@ -161,7 +162,7 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
     targets.digest = &raw;
     targets.split = static_cast<int>(converted.casts.size());
     targets.second = &cast;
-    spi.digest_rows_into(core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts), targets);
+    pg::digest_statement_rows_into(spi, core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts), targets);
     in.preimage = QueryPreimage{converted.preimage_shape, raw.text(), ""};
     in.cast = cast.text();
     return in;
@@ -186,7 +187,7 @@ bool returns_preimage(pg::SpiSession& spi, const ConvertedQuery& converted, cons
     targets.check = sample ? &*sample : nullptr;
     targets.max_rows = core::digest_text_count(preimage.digest);
     targets.stopped = &stopped;
-    spi.digest_rows_into(core::columns_beside_sql(converted.query, converted.casts.size()), targets);
+    pg::digest_statement_rows_into(spi, core::columns_beside_sql(converted.query, converted.casts.size()), targets);
     return !stopped && digest.text() == preimage.digest;
 }
 
@@ -270,7 +271,7 @@ Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, bool wi
         targets.first_row_tail = tail;
         targets.got_first_row = &got;
     }
-    spi.digest_rows_into(insert, targets);
+    pg::digest_statement_rows_into(spi, insert, targets);
     if (got)
         out.stamp = RowStamp{tail[0], tail[1]};
     return out;
@@ -356,7 +357,7 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
     spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging + " (LIKE " +
                 part.rel.qualified + " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
                 ts.rows.at(0).at(0).value_or(""));
-    const core::MultisetDigest written = spi.digest_rows("INSERT INTO " + staging + " (" + insert_columns(parent) + ") " +
+    const core::MultisetDigest written = pg::digest_statement_rows(spi, "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " +
                                                          rows + " RETURNING " + insert_columns(parent));
     auto oid = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(staging)});
     const auto staging_oid = static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0")));
@@ -412,7 +413,7 @@ std::pair<std::int64_t, std::int64_t> replace_unit(pg::SpiSession& spi, const pg
         !referenced_by_foreign_keys(spi, target.oid),
         [&] {
             deleted = static_cast<std::int64_t>(spi.execute("DELETE FROM " + target.qualified + where));
-            const core::MultisetDigest written = spi.digest_rows(insert + " RETURNING " + insert_columns(target));
+            const core::MultisetDigest written = pg::digest_statement_rows(spi, insert + " RETURNING " + insert_columns(target));
             if (written.text() != incoming)
                 throw QueryChangedUnderfoot{};
             inserted = static_cast<std::int64_t>(written.count());
@@ -477,20 +478,12 @@ Partition find_partition(pg::SpiSession& spi, const pg::Relation& parent, const 
 {
     const std::string key_cast = "$1::" + pg::type_qualified(key.type);
     for (int attempt = 1;; ++attempt) {
-        std::optional<Partition> found;
-        std::optional<pg::PgError> failed;
         try {
-            failed = pg::try_in_subtransaction(
-                [&] { found = partition_holding(spi, parent, key.column, key_cast, key_param); });
+            return partition_holding(spi, parent, key.column, key_cast, key_param);
         } catch (const UserError& e) {
             if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
                 throw;
-            continue;
         }
-        if (!failed)
-            return std::move(*found);
-        if (pg::error_sqlstate(*failed) != sqlstate::kUndefinedTable || attempt == 3)
-            throw *failed;
     }
 }
 
@@ -514,7 +507,7 @@ Partition lock_partition_to_overwrite(pg::SpiSession& spi, const pg::Relation& p
 pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_oid, bool swap,
                                       const std::optional<std::string>& lock_timeout)
 {
-    const pg::Relation parent = pg::describe_relation(parent_oid);
+    const pg::Relation parent = pg::describe_relation(parent_oid, pg::RelationLock::kNone);  // unit lock first
     if (parent.kind != 'p')
         throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table",
                         {}, "For a table that is not partitioned, use idem.replace_where.");

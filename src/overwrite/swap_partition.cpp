@@ -530,7 +530,7 @@ void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& rela
 std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_t staging_oid, bool keep_old,
                         const std::optional<std::string>& lock_timeout, const std::string& rows_are)
 {
-    const pg::Relation staging = pg::describe_relation(staging_oid);
+    const pg::Relation staging = pg::describe_relation(staging_oid, pg::RelationLock::kNone);  // locked below
     check_shapes(spi, part, staging);
     check_ownership(spi, {part.parent, part.rel.oid, staging.oid});
     check_not_referenced(spi, part);
@@ -581,7 +581,7 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     };
     std::optional<pg::Relation> given;
     try {
-        given = pg::describe_relation(partition_oid);
+        given = pg::describe_relation(partition_oid, pg::RelationLock::kNone);  // unit lock first
     } catch (const UserError& e) {
         if (std::string(e.code()) != sqlstate::kUndefinedTable)
             throw;
@@ -605,7 +605,7 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row, 0, 1)));
     // Ownership before the lock: a role that may not swap cannot queue on it.
     check_ownership(spi, {parent, partition_oid, staging_oid});
-    lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent).display + "\"");
+    lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent, pg::RelationLock::kNone).display + "\"");
     // The partition by its name now: a swap that held the lock first has
     // replaced the one named by a new table of the same name, and that is the
     // one to replace.
@@ -622,7 +622,7 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     lock_partition_unit(spi, *now, lock_timeout, "partition \"" + now->rel.display + "\"");
     const std::uint32_t result =
         swap_into(spi, *now, staging_oid, keep_old, lock_timeout,
-                  "staging table \"" + pg::describe_relation(staging_oid).display + "\"");
+                  "staging table \"" + pg::describe_relation(staging_oid, pg::RelationLock::kNone).display + "\"");
     // The rows came with the staging table, which the caller wrote: not
     // counted here (rows_written NULL).
     RunRecord run;

@@ -23,7 +23,7 @@ std::optional<std::string> arg_text(FunctionCallInfo fcinfo, int n)
 {
     if (PG_ARGISNULL(n))
         return std::nullopt;
-    const char* s = pg_call([&] { return text_to_cstring(PG_GETARG_TEXT_PP(n)); });
+    const char* s = pg_call([&]() noexcept { return text_to_cstring(PG_GETARG_TEXT_PP(n)); });
     return std::string(s);
 }
 
@@ -56,7 +56,7 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
     Datum* elems = nullptr;
     bool* nulls = nullptr;
     int count = 0;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         ArrayType* arr = PG_GETARG_ARRAYTYPE_P(n);
         deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &count);
     });
@@ -66,7 +66,7 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
         if (nulls[i])
             throw UserError(sqlstate::kNullValueNotAllowed,
                             std::string(name) + " must not contain NULL elements");
-        const char* s = pg_call([&] { return text_to_cstring(DatumGetTextPP(elems[i])); });
+        const char* s = pg_call([&]() noexcept { return text_to_cstring(DatumGetTextPP(elems[i])); });
         out.emplace_back(s);
     }
     return out;
@@ -77,7 +77,7 @@ std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const c
     Datum* elems = nullptr;
     bool* nulls = nullptr;
     int count = 0;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         ArrayType* arr = PG_GETARG_ARRAYTYPE_P(n);
         deconstruct_array(arr, ARR_ELEMTYPE(arr), sizeof(Oid), true, TYPALIGN_INT, &elems, &nulls, &count);
     });
@@ -138,7 +138,7 @@ core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n)
     // the same feed_column_image the checksum receiver uses: one definition.
     core::RowHasher hasher;  // no allocation for rows that fit its buffer
     core::RowHasher* h = &hasher;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         HeapTupleHeader rec = PG_GETARG_HEAPTUPLEHEADER(n);
         RecordShape* shape = record_shape(fcinfo, rec);
         HeapTupleData tuple;
@@ -164,7 +164,7 @@ core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n)
 TypedValue arg_value(FunctionCallInfo fcinfo, int n)
 {
     TypedValue v;
-    v.type = pg_call([&] { return get_fn_expr_argtype(fcinfo->flinfo, n); });
+    v.type = pg_call([&]() noexcept { return get_fn_expr_argtype(fcinfo->flinfo, n); });
     if (v.type == InvalidOid)
         throw UserError(sqlstate::kDatatypeMismatch, "could not determine the type of argument " + std::to_string(n + 1));
     v.is_null = PG_ARGISNULL(n);
@@ -175,21 +175,21 @@ TypedValue arg_value(FunctionCallInfo fcinfo, int n)
 
 Datum text_result(const std::string& s)
 {
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
     });
 }
 
 Datum jsonb_result(const std::string& json_text)
 {
-    return pg_call([&] { return DirectFunctionCall1(jsonb_in, CStringGetDatum(json_text.c_str())); });
+    return pg_call([&]() noexcept { return DirectFunctionCall1(jsonb_in, CStringGetDatum(json_text.c_str())); });
 }
 
 std::optional<std::string> arg_interval_text(FunctionCallInfo fcinfo, int n)
 {
     if (PG_ARGISNULL(n))
         return std::nullopt;
-    const char* s = pg_call([&] { return DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(n))); });
+    const char* s = pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(n))); });
     return std::string(s);
 }
 
@@ -197,13 +197,13 @@ std::optional<std::string> arg_jsonb_text(FunctionCallInfo fcinfo, int n)
 {
     if (PG_ARGISNULL(n))
         return std::nullopt;
-    const char* s = pg_call([&] { return DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(n))); });
+    const char* s = pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(n))); });
     return std::string(s);
 }
 
 Datum uuid_result(const core::Digest128& d)
 {
-    auto* u = pg_call([] { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
+    auto* u = pg_call([]() noexcept { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
     core::to_bytes(d, u->data);
     return UUIDPGetDatum(u);
 }

@@ -6,6 +6,7 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
+#include "storage/lmgr.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
@@ -28,19 +29,19 @@ namespace pg_idempotent::pg {
 
 std::string quote_ident(const std::string& name)
 {
-    const char* quoted = pg_call([&] { return quote_identifier(name.c_str()); });
+    const char* quoted = pg_call([&]() noexcept { return quote_identifier(name.c_str()); });
     return std::string(quoted);
 }
 
 std::string quote_literal(const std::string& text)
 {
-    const char* quoted = pg_call([&] { return quote_literal_cstr(text.c_str()); });
+    const char* quoted = pg_call([&]() noexcept { return quote_literal_cstr(text.c_str()); });
     return std::string(quoted);
 }
 
 std::string relation_display_name(std::uint32_t oid)
 {
-    const char* text = pg_call([&] {
+    const char* text = pg_call([&]() noexcept {
         return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(oid)));
     });
     return std::string(text);
@@ -71,7 +72,7 @@ core::AssignmentTarget assignment_target(const Column& column)
 {
     core::AssignmentTarget c{quote_ident(column.name), column.qualified_type, quote_literal(column.name)};
     std::int32_t base_typmod = column.typmod;
-    const Oid base = pg_call([&] {
+    const Oid base = pg_call([&]() noexcept {
         int32 typmod = column.typmod;
         const Oid b = getBaseTypeAndTypmod(column.type_oid, &typmod);
         base_typmod = typmod;
@@ -90,7 +91,7 @@ core::AssignmentTarget assignment_target(const Column& column)
 
 bool relation_exists(const std::string& schema, const std::string& name)
 {
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         const Oid ns = get_namespace_oid(schema.c_str(), true);
         return OidIsValid(ns) && OidIsValid(get_relname_relid(name.c_str(), ns));
     });
@@ -115,46 +116,80 @@ bool function_exists(const std::string& schema, const std::string& name)
 
 bool column_exists(const std::string& schema, const std::string& table, const std::string& column)
 {
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         const Oid ns = get_namespace_oid(schema.c_str(), true);
         const Oid rel = OidIsValid(ns) ? get_relname_relid(table.c_str(), ns) : InvalidOid;
         return OidIsValid(rel) && get_attnum(rel, column.c_str()) != InvalidAttrNumber;
     });
 }
 
-Relation describe_relation(std::uint32_t oid)
+namespace {
+[[noreturn]] void relation_gone(std::uint32_t oid)
 {
+    throw UserError(sqlstate::kUndefinedTable, "relation with OID " + std::to_string(oid) + " does not exist");
+}
+}  // namespace
+
+Relation describe_relation(std::uint32_t oid) { return describe_relation(oid, RelationLock::kAccessShare); }
+
+Relation describe_relation(std::uint32_t oid, RelationLock lock)
+{
+    const LOCKMODE mode = lock == RelationLock::kAccessShare    ? AccessShareLock
+                          : lock == RelationLock::kRowExclusive ? RowExclusiveLock
+                                                                : NoLock;
+    // Locked first, as PostgreSQL's own relation_open does: a DROP that
+    // holds the relation makes this wait, and LockRelationOid then takes in
+    // the invalidations of what committed, so the syscache below no longer
+    // finds a dropped relation. A relation that is gone is let go again.
+    if (mode != NoLock) {
+        const bool exists = pg_call([&]() noexcept {
+            LockRelationOid(oid, mode);
+            if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(oid)))
+                return true;
+            UnlockRelationOid(oid, mode);
+            return false;
+        });
+        if (!exists)
+            relation_gone(oid);
+    }
     Relation rel;
     rel.oid = oid;
-    const char* relname = pg_call([&] { return get_rel_name(oid); });
-    if (relname == nullptr) {
-        throw UserError(sqlstate::kUndefinedTable, "relation with OID " + std::to_string(oid) + " does not exist");
-    }
+    // Without a lock the relation may go between these look-ups: each one
+    // that finds it gone reports the same 42P01.
+    bool found = false;
+    int natts = 0;
+    const char* relname = nullptr;
+    const char* nspname = nullptr;
+    const char* qualified = nullptr;
+    pg_call([&]() noexcept {
+        HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(oid));
+        if (!HeapTupleIsValid(tup))
+            return;
+        const auto* form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+        relname = pstrdup(NameStr(form->relname));
+        nspname = get_namespace_name(form->relnamespace);
+        rel.kind = form->relkind;
+        natts = form->relnatts;
+        ReleaseSysCache(tup);
+        if (nspname == nullptr)
+            return;
+        qualified = quote_qualified_identifier(nspname, relname);
+        found = true;
+    });
+    if (!found)
+        relation_gone(oid);
     rel.name = relname;
-    const Oid nsp = pg_call([&] { return get_rel_namespace(oid); });
-    const char* nspname = pg_call([&] { return get_namespace_name(nsp); });
-    rel.schema = nspname != nullptr ? nspname : "";
-    rel.kind = pg_call([&] { return get_rel_relkind(oid); });
-    const char* qualified =
-        pg_call([&] { return quote_qualified_identifier(rel.schema.c_str(), rel.name.c_str()); });
+    rel.schema = nspname;
     rel.qualified = qualified;
     rel.display = rel.schema + "." + rel.name;
 
-    const int natts = pg_call([&] {
-        HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(oid));
-        if (!HeapTupleIsValid(tup))
-            elog(ERROR, "cache lookup failed for relation %u", oid);
-        int n = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relnatts;
-        ReleaseSysCache(tup);
-        return n;
-    });
     for (int attnum = 1; attnum <= natts; ++attnum) {
         Column col;
         bool live = false;
         const char* name = nullptr;
         const char* type_name = nullptr;
         const char* qualified_type = nullptr;
-        pg_call([&] {
+        pg_call([&]() noexcept {
             HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(oid), Int16GetDatum(attnum));
             if (!HeapTupleIsValid(tup))
                 return;
@@ -188,22 +223,22 @@ Relation describe_relation(std::uint32_t oid)
 std::vector<UniqueIndex> unique_indexes(std::uint32_t relation)
 {
     // Read pg_index through the relcache's index list: one entry per index.
-    List* index_oids = pg_call([&] {
+    List* index_oids = pg_call([&]() noexcept {
         ::Relation rel = table_open(relation, AccessShareLock);
         List* oids = RelationGetIndexList(rel);
         table_close(rel, AccessShareLock);
         return oids;
     });
     std::vector<UniqueIndex> out;
-    const int n = pg_call([&] { return list_length(index_oids); });
+    const int n = pg_call([&]() noexcept { return list_length(index_oids); });
     for (int i = 0; i < n; ++i) {
-        const Oid index_oid = pg_call([&] { return list_nth_oid(index_oids, i); });
+        const Oid index_oid = pg_call([&]() noexcept { return list_nth_oid(index_oids, i); });
         UniqueIndex ix;
         bool unique = false;
         int nkeys = 0;
         AttrNumber keys[INDEX_MAX_KEYS];
         const char* name = nullptr;
-        pg_call([&] {
+        pg_call([&]() noexcept {
             HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index_oid));
             if (!HeapTupleIsValid(tup))
                 elog(ERROR, "cache lookup failed for index %u", index_oid);
@@ -230,7 +265,7 @@ std::vector<UniqueIndex> unique_indexes(std::uint32_t relation)
             if (keys[k] <= 0)
                 continue;
             const AttrNumber attnum = keys[k];
-            const char* col = pg_call([&] { return get_attname(relation, attnum, false); });
+            const char* col = pg_call([&]() noexcept { return get_attname(relation, attnum, false); });
             ix.columns.emplace_back(col);
         }
         out.push_back(std::move(ix));
@@ -244,12 +279,12 @@ std::vector<Column> describe_query(const std::string& sql)
     // wrapped as a subquery with LIMIT 0.
     SpiSession spi;
     const std::string wrapped = "SELECT * FROM (" + sql + "\n) AS idem_source LIMIT 0";
-    SPIPlanPtr plan = pg_call([&] { return SPI_prepare(wrapped.c_str(), 0, nullptr); });
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(wrapped.c_str(), 0, nullptr); });
     if (plan == nullptr)
         throw UserError(sqlstate::kInternalError, "could not prepare the source query");
     std::vector<Column> cols;
     int natts = 0;
-    TupleDesc desc = pg_call([&] {
+    TupleDesc desc = pg_call([&]() noexcept {
         const int rc = SPI_execute_plan(plan, nullptr, nullptr, false, 0);
         if (rc != SPI_OK_SELECT)
             elog(ERROR, "describing the source query failed: %s", SPI_result_code_string(rc));
@@ -266,8 +301,8 @@ std::vector<Column> describe_query(const std::string& sql)
         col.collation = att->attcollation;
         const Oid type = att->atttypid;
         const int32 typmod = att->atttypmod;
-        col.type_name = pg_call([&] { return format_type_with_typemod(type, typmod); });
-        col.qualified_type = pg_call([&] {
+        col.type_name = pg_call([&]() noexcept { return format_type_with_typemod(type, typmod); });
+        col.qualified_type = pg_call([&]() noexcept {
             return format_type_extended(type, typmod, FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
         });
         cols.push_back(std::move(col));
@@ -279,7 +314,7 @@ std::vector<Column> describe_query(const std::string& sql)
 std::string btree_operator(std::uint32_t type_oid, int strategy, const std::string& column)
 {
     Oid op = InvalidOid;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         const Oid base = getBaseType(type_oid);
         const Oid opclass = GetDefaultOpClass(base, BTREE_AM_OID);
         if (OidIsValid(opclass)) {
@@ -289,14 +324,14 @@ std::string btree_operator(std::uint32_t type_oid, int strategy, const std::stri
         }
     });
     if (op == InvalidOid) {
-        const char* type_name = pg_call([&] { return format_type_be(type_oid); });
+        const char* type_name = pg_call([&]() noexcept { return format_type_be(type_oid); });
         throw UserError(sqlstate::kUndefinedFunction, "column \"" + column + "\" has type " + type_name +
                                      ", which has no default btree operator class",
                         {}, "Keys and versions need a type with an ordering (a default btree operator class).");
     }
     const char* opname = nullptr;
     const char* nspname = nullptr;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         HeapTuple tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(op));
         if (!HeapTupleIsValid(tup))
             elog(ERROR, "cache lookup failed for operator %u", op);
@@ -310,7 +345,7 @@ std::string btree_operator(std::uint32_t type_oid, int strategy, const std::stri
 
 bool can_assign(std::uint32_t from, std::uint32_t to)
 {
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         Oid in = from;
         Oid out = to;
         return can_coerce_type(1, &in, &out, COERCION_ASSIGNMENT);
@@ -319,7 +354,7 @@ bool can_assign(std::uint32_t from, std::uint32_t to)
 
 bool conversion_is_immutable(std::uint32_t from, std::int32_t from_typmod, std::uint32_t to, std::int32_t to_typmod)
 {
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         if (getBaseType(to) != to)
             return false;
         // The coercion of a stand-in for the query's column, built as the

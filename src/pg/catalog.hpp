@@ -44,7 +44,25 @@ struct Relation {
     std::vector<Column> columns;  // live columns in attnum order (dropped ones left out)
 };
 
-// Looks the relation up; UserError (42P01) when the OID names nothing.
+// The lock describe_relation takes before it reads the catalog, held to the
+// end of the transaction like the locks of a statement.
+enum class RelationLock {
+    // None: for a caller that must take a serializing lock (pg/unit_lock.hpp)
+    // before any relation lock, and for one that takes a stronger lock later
+    // under its own lock_timeout (an earlier weaker one would be an upgrade).
+    // The relation may then be dropped meanwhile.
+    kNone,
+    kAccessShare,   // what a statement that reads the relation takes
+    kRowExclusive,  // what one that writes it takes
+};
+
+// Looks the relation up: locks it first (so a concurrent DROP either waits
+// for the description or is over before it starts and the catalog read is
+// consistent), then reads it. A relation that does not exist, or no longer
+// does once the lock is granted, is one error: UserError 42P01 "relation with
+// OID N does not exist" (also with RelationLock::kNone, whatever look-up
+// finds it gone). The one-argument form takes AccessShareLock.
+Relation describe_relation(std::uint32_t oid, RelationLock lock);
 Relation describe_relation(std::uint32_t oid);
 
 // The unique indexes (and primary key) of a table or partitioned table.

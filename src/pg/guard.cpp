@@ -4,6 +4,10 @@
 #include <cstring>
 #include <new>
 
+extern "C" {
+#include "access/xact.h"
+}
+
 namespace pg_idempotent::pg {
 
 namespace {
@@ -12,6 +16,41 @@ namespace {
 // ours called from SQL that another of ours runs) keep the outer one, which
 // lives at least as long.
 MemoryContext g_entry_context = nullptr;
+// The subtransaction that was current when g_entry_context was set.
+SubTransactionId g_entry_subxact = InvalidSubTransactionId;
+
+// run_entry resets g_entry_context when its call ends. An ERROR that
+// longjmps past run_entry (raised by a shim's own PostgreSQL call, outside
+// any pg_call) skips that reset, and the context it names is freed by the
+// abort that follows: forget it then, at the end of the transaction or of
+// the subtransaction the entry began in, or a later call would copy its
+// errors into freed memory.
+void forget_entry_at_xact_end(XactEvent event, void*)
+{
+    switch (event) {
+    case XACT_EVENT_COMMIT:
+    case XACT_EVENT_PARALLEL_COMMIT:
+    case XACT_EVENT_ABORT:
+    case XACT_EVENT_PARALLEL_ABORT:
+    case XACT_EVENT_PREPARE:
+        g_entry_context = nullptr;
+        g_entry_subxact = InvalidSubTransactionId;
+        break;
+    default:
+        break;
+    }
+}
+
+void forget_entry_at_subxact_abort(SubXactEvent event, SubTransactionId my_subid, SubTransactionId, void*)
+{
+    // Subtransaction ids grow: an entry that began in this subtransaction or
+    // in one below it has an id at least as large. An entry that began
+    // further out keeps its context, which the abort does not free.
+    if (event == SUBXACT_EVENT_ABORT_SUB && g_entry_context != nullptr && g_entry_subxact >= my_subid) {
+        g_entry_context = nullptr;
+        g_entry_subxact = InvalidSubTransactionId;
+    }
+}
 
 // A C++ error's text is copied here inside the catch block (no allocation, so
 // nothing can throw or longjmp there) and reported after it has ended.
@@ -54,6 +93,17 @@ std::string error_detail(const PgError& error)
     return error.data()->detail != nullptr ? error.data()->detail : "";
 }
 
+void register_transaction_callbacks()
+{
+    RegisterXactCallback(forget_entry_at_xact_end, nullptr);
+    RegisterSubXactCallback(forget_entry_at_subxact_abort, nullptr);
+}
+
+bool is_outermost_entry() noexcept
+{
+    return g_entry_context == CurrentMemoryContext;
+}
+
 MemoryContext error_copy_context() noexcept
 {
     return g_entry_context != nullptr ? g_entry_context : CurrentMemoryContext;
@@ -73,9 +123,12 @@ ErrorData* capture_error(MemoryContext restore_to) noexcept
 Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo), void* ctx)
 {
     MemoryContext const outer_entry = g_entry_context;
+    SubTransactionId const outer_subxact = g_entry_subxact;
     MemoryContext const entry_cxt = CurrentMemoryContext;
-    if (g_entry_context == nullptr)
+    if (g_entry_context == nullptr) {
         g_entry_context = entry_cxt;
+        g_entry_subxact = GetCurrentSubTransactionId();
+    }
 
     enum class Outcome { kOk, kPgError, kUserError, kOutOfMemory, kCppError } outcome = Outcome::kOk;
     ErrorData* pg_error = nullptr;
@@ -104,6 +157,7 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
 
     // Every C++ object of the call is gone now; PostgreSQL may longjmp.
     g_entry_context = outer_entry;
+    g_entry_subxact = outer_subxact;
     MemoryContextSwitchTo(entry_cxt);
 
     switch (outcome) {
@@ -138,7 +192,7 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
 
 void warning(const std::string& message, const std::string& detail)
 {
-    pg_call([&] {
+    pg_call([&]() noexcept {
         ereport(WARNING, (errmsg_internal("%s", message.c_str()),
                           detail.empty() ? 0 : errdetail_internal("%s", detail.c_str())));
     });

@@ -10,7 +10,12 @@
 //                            a longjmp from an ERROR stops inside, becomes a
 //                            PgError holding the ErrorData, and unwinds as C++.
 //
-// fn passed to pg_call must not throw (it is plain PostgreSQL calls).
+// fn passed to pg_call must be declared noexcept (`[&]() noexcept { ... }`):
+// a C++ exception thrown inside PG_TRY would skip PG_END_TRY and leave
+// PostgreSQL's exception stack pointing into a dead frame. A static_assert
+// enforces it: `pg_call([] { throw 1; })` does not compile ("the function
+// given to pg_call must be noexcept"), and a noexcept lambda that throws all
+// the same ends in std::terminate, never in a corrupted backend.
 #pragma once
 
 #include <type_traits>
@@ -26,6 +31,14 @@ namespace pg_idempotent::pg {
 // connection the call makes and so is still there when cpp_entry re-raises.
 MemoryContext error_copy_context() noexcept;
 
+// Registers the transaction callbacks that forget the outermost entry's
+// context when its (sub)transaction ends (called once, from _PG_init).
+void register_transaction_callbacks();
+
+// Whether the current memory context is the one error_copy_context() names,
+// i.e. the caller is the outermost active entry (for the boundary probe).
+bool is_outermost_entry() noexcept;
+
 // Captures the current PostgreSQL error (inside PG_CATCH): copies it, flushes
 // the error state and restores the caller's memory context.
 ErrorData* capture_error(MemoryContext restore_to) noexcept;
@@ -34,6 +47,7 @@ template <typename F>
 auto pg_call(F&& fn) -> decltype(fn())
 {
     using R = decltype(fn());
+    static_assert(noexcept(fn()), "the function given to pg_call must be noexcept: it runs inside PG_TRY");
     MemoryContext const caller_cxt = CurrentMemoryContext;
     ErrorData* volatile caught = nullptr;
     if constexpr (std::is_void_v<R>) {
@@ -86,7 +100,7 @@ Datum cpp_entry(FunctionCallInfo fcinfo, F&& body)
 // PgError and unwinds the loop's objects before the ERROR reaches the client.
 inline void check_for_interrupts()
 {
-    pg_call([] { CHECK_FOR_INTERRUPTS(); });
+    pg_call([]() noexcept { CHECK_FOR_INTERRUPTS(); });
 }
 
 }  // namespace pg_idempotent::pg

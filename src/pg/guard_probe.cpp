@@ -1,11 +1,21 @@
 #include "pg/guard_probe.hpp"
 
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <vector>
 
 #include "pg/errors.hpp"
+#include "pg/guard.hpp"
+#include "pg/roles.hpp"
+#include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/transactions.hpp"
+#include "pg/values.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
 
 namespace pg_idempotent {
 
@@ -20,12 +30,122 @@ struct Witness {
     ~Witness() { ++g_destructed; }
 };
 
+// What the scoped switches change and must give back.
+struct Observed {
+    std::uint32_t user = 0;
+    bool local_user_change = false;
+    std::string search_path, lock_timeout, date_style, time_zone;
+
+    std::string text() const
+    {
+        return "user " + std::to_string(user) + (local_user_change ? " (switched)" : "") + ", search_path " +
+               search_path + ", lock_timeout " + lock_timeout + ", DateStyle " + date_style + ", TimeZone " + time_zone;
+    }
+    bool operator==(const Observed& o) const
+    {
+        return user == o.user && local_user_change == o.local_user_change && search_path == o.search_path &&
+               lock_timeout == o.lock_timeout && date_style == o.date_style && time_zone == o.time_zone;
+    }
+};
+
+std::string setting(const char* name)
+{
+    return std::string(pg::pg_call([&]() noexcept { return GetConfigOption(name, false, false); }));
+}
+
+Observed observe()
+{
+    Observed o;
+    o.user = GetUserId();
+    o.local_user_change = InLocalUserIdChange();
+    o.search_path = setting("search_path");
+    o.lock_timeout = setting("lock_timeout");
+    o.date_style = setting("DateStyle");
+    o.time_zone = setting("TimeZone");
+    return o;
+}
+
+// The scoped switches (as_extension_owner, with_lock_timeout,
+// with_canonical_settings, with_settings) give everything back on every
+// path, in the same transaction: after a C++ error caught in C++, after a
+// PostgreSQL error caught inside a subtransaction (observed before its
+// rollback, which would restore it anyway), and after a setting that
+// fails to apply. Returns the number of cases that left something changed,
+// each reported as a WARNING.
+std::int64_t probe_restore()
+{
+    const Observed before = observe();
+    std::int64_t broken = 0;
+    auto check = [&](const char* what) {
+        const Observed now = observe();
+        if (now == before)
+            return;
+        ++broken;
+        pg::warning(std::string("not restored after ") + what, "before: " + before.text() + "; after: " + now.text());
+    };
+    auto fail = [] { throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "probe failure"); };
+    try {
+        pg::as_extension_owner(fail);
+    } catch (const pg::UserError&) {
+        check("a C++ error as the extension owner");
+    }
+    try {
+        pg::with_lock_timeout("1ms", fail);
+    } catch (const pg::UserError&) {
+        check("a C++ error under with_lock_timeout");
+    }
+    try {
+        pg::with_canonical_settings(fail);
+    } catch (const pg::UserError&) {
+        check("a C++ error under the canonical settings");
+    }
+    pg::SpiSession spi;
+    // A PostgreSQL error is caught only inside a subtransaction that is
+    // rolled back (house rule 4); what is checked is the state before that
+    // rollback.
+    pg::in_rolled_back_subtransaction([&] {
+        try {
+            pg::as_extension_owner([&] {
+                pg::with_canonical_settings([&] {
+                    pg::with_lock_timeout("1ms", [&] { spi.execute("SELECT 1 OPERATOR(pg_catalog./) 0"); });
+                });
+            });
+        } catch (const pg::PgError&) {
+            check("a PostgreSQL error as the extension owner, under lock_timeout and the canonical settings");
+        }
+    });
+    pg::in_rolled_back_subtransaction([&] {
+        try {
+            pg::with_settings({{"DateStyle", "German"}, {"lock_timeout", "-1"}}, [] {});
+        } catch (const pg::PgError&) {
+            check("a setting that failed to apply after another one");
+        }
+    });
+    spi.finish();
+    return broken;
+}
+
 }  // namespace
+
+void boundary_probe_longjmp(FunctionCallInfoBaseData* fcinfo)
+{
+    if (PG_ARGISNULL(0))
+        return;
+    text* action = PG_GETARG_TEXT_PP(0);
+    if (VARSIZE_ANY_EXHDR(action) == 7 && memcmp(VARDATA_ANY(action), "longjmp", 7) == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("boundary probe longjmp past cpp_entry")));
+}
 
 std::int64_t boundary_probe(const std::string& action, const std::optional<std::string>& sql)
 {
     if (action == "destructed")
         return g_destructed;
+    // 1 when this call is the outermost entry (its context is where errors
+    // are copied), 0 when an earlier entry's context is still recorded.
+    if (action == "entry")
+        return pg::is_outermost_entry() ? 1 : 0;
+    if (action == "restore")
+        return probe_restore();
     if (action == "throw") {
         Witness w;
         throw std::runtime_error("boundary probe threw a C++ exception");
@@ -55,7 +175,7 @@ std::int64_t boundary_probe(const std::string& action, const std::optional<std::
         return static_cast<std::int64_t>(total);
     }
     throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "unknown boundary probe action \"" + action + "\"",
-                        {}, "Use destructed, throw, bad_alloc, user_error, run or loop.");
+                        {}, "Use destructed, entry, longjmp, restore, throw, bad_alloc, user_error, run or loop.");
 }
 
 }  // namespace pg_idempotent

@@ -9,7 +9,15 @@
 #include <optional>
 #include <string>
 
+struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
+
 namespace pg_idempotent {
+
+// The action "longjmp": raises an ERROR straight through cpp_entry, as a
+// shim's own PostgreSQL call may (plain C frames, no pg_call, nothing with a
+// destructor alive). Call first in the shim, before any C++ object exists;
+// returns when the action is another one.
+void boundary_probe_longjmp(FunctionCallInfoBaseData* fcinfo);
 
 std::int64_t boundary_probe(const std::string& action, const std::optional<std::string>& sql);
 

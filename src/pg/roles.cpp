@@ -22,24 +22,24 @@ std::uint32_t current_user_id() { return GetUserId(); }
 
 std::string current_user_name()
 {
-    const char* name = pg_call([] { return GetUserNameFromId(GetUserId(), false); });
+    const char* name = pg_call([]() noexcept { return GetUserNameFromId(GetUserId(), false); });
     return std::string(name);
 }
 
 bool current_user_is_superuser()
 {
-    return pg_call([] { return superuser(); });
+    return pg_call([]() noexcept { return superuser(); });
 }
 
 std::string role_name(std::uint32_t role)
 {
-    const char* name = pg_call([&] { return GetUserNameFromId(role, true); });
+    const char* name = pg_call([&]() noexcept { return GetUserNameFromId(role, true); });
     return name != nullptr ? std::string(name) : std::to_string(role);
 }
 
 bool current_user_has_privileges_of(std::uint32_t role)
 {
-    return pg_call([&] { return has_privs_of_role(GetUserId(), role); });
+    return pg_call([&]() noexcept { return has_privs_of_role(GetUserId(), role); });
 }
 
 void require_table_privileges(std::uint32_t relation, std::initializer_list<TablePrivilege> privileges,
@@ -66,13 +66,13 @@ void require_table_privileges(std::uint32_t relation, std::initializer_list<Tabl
         }
         // The privilege on some columns will do (there are no column DELETE
         // privileges): the statement checks each column it reads or writes.
-        const bool ok = pg_call([&] {
+        const bool ok = pg_call([&]() noexcept {
             return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK ||
                    (mode != ACL_DELETE &&
                     pg_attribute_aclcheck_all(relation, GetUserId(), mode, ACLMASK_ANY) == ACLCHECK_OK);
         });
         if (!ok) {
-            const char* rel = pg_call([&] { return get_rel_name(relation); });
+            const char* rel = pg_call([&]() noexcept { return get_rel_name(relation); });
             throw UserError(sqlstate::kInsufficientPrivilege,
                             "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
                             std::string(why) + " needs the " + name + " privilege on it.",
@@ -85,7 +85,7 @@ void require_table_privileges(std::uint32_t relation, std::initializer_list<Tabl
 void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privilege, const std::string& why)
 {
     bool row_security = false;
-    const Oid owner = pg_call([&] {
+    const Oid owner = pg_call([&]() noexcept {
         HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
         if (!HeapTupleIsValid(tup))
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
@@ -99,7 +99,7 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
     if (current_user_has_privileges_of(owner))
         return;
     if (row_security) {
-        const char* rel = pg_call([&] { return get_rel_name(relation); });
+        const char* rel = pg_call([&]() noexcept { return get_rel_name(relation); });
         throw UserError(sqlstate::kInsufficientPrivilege,
                         "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
                         std::string(why) + " covers every row of the table, and row-level security lets role \"" +
@@ -114,8 +114,8 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
                        : privilege == TablePrivilege::kInsert ? "INSERT"
                        : privilege == TablePrivilege::kUpdate ? "UPDATE"
                                                               : "DELETE";
-    if (!pg_call([&] { return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK; })) {
-        const char* rel = pg_call([&] { return get_rel_name(relation); });
+    if (!pg_call([&]() noexcept { return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK; })) {
+        const char* rel = pg_call([&]() noexcept { return get_rel_name(relation); });
         throw UserError(sqlstate::kInsufficientPrivilege,
                         "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
                         std::string(why) + " needs the " + name + " privilege on the whole table.",
@@ -126,7 +126,7 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
 namespace {
 Oid extension_owner()
 {
-    return pg_call([] {
+    return pg_call([]() noexcept {
         HeapTuple tup = SearchSysCache1(NAMESPACENAME, CStringGetDatum("idem"));
         if (!HeapTupleIsValid(tup))
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_SCHEMA), errmsg("schema \"idem\" does not exist")));
@@ -137,27 +137,38 @@ Oid extension_owner()
 }
 }  // namespace
 
+namespace {
+// The switch to another user id, undone when the scope ends (RAII), on
+// every path: a caller may catch the error (a subtransaction that is rolled
+// back, or a UserError in C++) and go on as itself. The destructor calls
+// SetUserIdAndSecContext, which only assigns two variables (what
+// AbortTransaction runs to undo a SECURITY DEFINER switch).
+class UserIdScope {
+public:
+    explicit UserIdScope(Oid user) noexcept
+    {
+        GetUserIdAndSecContext(&saved_user_, &saved_context_);
+        SetUserIdAndSecContext(user, saved_context_ | SECURITY_LOCAL_USERID_CHANGE);
+    }
+    ~UserIdScope() { SetUserIdAndSecContext(saved_user_, saved_context_); }
+    UserIdScope(const UserIdScope&) = delete;
+    UserIdScope& operator=(const UserIdScope&) = delete;
+
+private:
+    Oid saved_user_ = InvalidOid;
+    int saved_context_ = 0;
+};
+}  // namespace
+
 void as_extension_owner(const std::function<void()>& fn)
 {
     const Oid owner = extension_owner();
     // The caller's search_path must not choose an operator, a function or a
     // type for a statement the owner runs (JOIN ... USING, IN, implicit
     // casts pick them by name): pinned for as long as the switch lasts.
-    with_settings({{"search_path", "pg_catalog, pg_temp"}}, [&] {
-        Oid saved_user = InvalidOid;
-        int saved_context = 0;
-        GetUserIdAndSecContext(&saved_user, &saved_context);
-        SetUserIdAndSecContext(owner, saved_context | SECURITY_LOCAL_USERID_CHANGE);
-        // Restored on every path: a caller may catch the error (a
-        // subtransaction that is rolled back) and go on as itself.
-        try {
-            fn();
-        } catch (...) {
-            SetUserIdAndSecContext(saved_user, saved_context);
-            throw;
-        }
-        SetUserIdAndSecContext(saved_user, saved_context);
-    });
+    const SettingsScope pinned(Settings{{"search_path", "pg_catalog, pg_temp"}});
+    const UserIdScope as_owner(owner);
+    fn();
 }
 
 }  // namespace pg_idempotent::pg

@@ -45,22 +45,38 @@ void define_settings()
     MarkGUCPrefixReserved("idem");
 }
 
-void with_settings(const Settings& settings, const std::function<void()>& fn)
+namespace {
+void leave_nest_level(int nest_level) noexcept
 {
-    const int nest = pg_call([&] {
-        const int level = NewGUCNestLevel();
-        for (const auto& [name, value] : settings)
-            (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-        return level;
-    });
-    auto restore = [&] { pg_call([&] { AtEOXact_GUC(true, nest); }); };
+    // What AbortTransaction and fmgr_security_definer run: restores the
+    // values saved at this level, allocates nothing that can fail and
+    // raises nothing, so it may run in a destructor during unwinding.
+    AtEOXact_GUC(true, nest_level);
+}
+}  // namespace
+
+SettingsScope::SettingsScope(const Settings& settings)
+{
+    nest_level_ = pg_call([]() noexcept { return NewGUCNestLevel(); });
     try {
-        fn();
+        pg_call([&]() noexcept {
+            for (const auto& [name, value] : settings)
+                (void)set_config_option(name, value, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+        });
     } catch (...) {
-        restore();
+        // No destructor runs for a constructor that throws: undo the
+        // settings applied before the one that failed, and the level.
+        leave_nest_level(nest_level_);
         throw;
     }
-    restore();
+}
+
+SettingsScope::~SettingsScope() { leave_nest_level(nest_level_); }
+
+void with_settings(const Settings& settings, const std::function<void()>& fn)
+{
+    const SettingsScope scope(settings);
+    fn();
 }
 
 bool override_identity()

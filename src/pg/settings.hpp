@@ -13,14 +13,31 @@
 
 namespace pg_idempotent::pg {
 
-// Runs fn with these settings changed, at a GUC nest level of their own, as
-// a function's SET clauses do; they are restored afterwards, also when fn
-// throws (a caller may catch the error and go on).
 using Settings = std::vector<std::pair<const char*, const char*>>;
+
+// These settings changed at a GUC nest level of their own, as a function's
+// SET clauses do, for the life of the scope (RAII). The destructor restores
+// them on every path: a return, a UserError, a PgError (a caller may catch
+// it and go on in the same transaction). A setting that fails to apply (a
+// PgError from the constructor) undoes the ones before it first.
+// The destructor calls AtEOXact_GUC, which PostgreSQL's own abort path runs
+// and which does not raise (docs/boundary.md).
+class SettingsScope {
+public:
+    explicit SettingsScope(const Settings& settings);
+    ~SettingsScope();
+    SettingsScope(const SettingsScope&) = delete;
+    SettingsScope& operator=(const SettingsScope&) = delete;
+
+private:
+    int nest_level_ = 0;
+};
+
+// Runs fn inside a SettingsScope.
 void with_settings(const Settings& settings, const std::function<void()>& fn);
 
-// Runs fn with lock_timeout set to the given value (a GUC nest level, undone
-// afterwards, also when fn throws, like a function's SET clause).
+// Runs fn with lock_timeout set to the given value (a SettingsScope: undone
+// afterwards on every path, like a function's SET clause).
 void with_lock_timeout(const std::string& value, const std::function<void()>& fn);
 
 // idem.history: which runs of the bulk writing functions leave a row in

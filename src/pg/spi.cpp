@@ -1,12 +1,11 @@
 #include "pg/spi.hpp"
 
+#include <cstring>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 
-#include "core/row_image.hpp"
-#include "core/sql_text.hpp"
 #include "pg/guard.hpp"
-#include "pg_native/row_digest_receiver.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -49,7 +48,7 @@ SpiArgs convert_params(const Params& params)
     if (args.count == 0)
         return args;
     const int n = args.count;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         args.types = static_cast<Oid*>(palloc(sizeof(Oid) * n));
         args.values = static_cast<Datum*>(palloc(sizeof(Datum) * n));
         args.nulls = static_cast<char*>(palloc(n));
@@ -65,7 +64,7 @@ SpiArgs convert_params(const Params& params)
                 args.nulls[i] = 'n';
             } else {
                 const std::string& s = *p.text;
-                args.values[i] = pg_call([&] {
+                args.values[i] = pg_call([&]() noexcept {
                     return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
                 });
             }
@@ -90,14 +89,14 @@ SpiArgs convert_params(const Params& params)
             break;
         case Param::Type::kTextArray: {
             const int m = static_cast<int>(p.array.size());
-            Datum* elems = pg_call([&] { return static_cast<Datum*>(palloc(sizeof(Datum) * (m > 0 ? m : 1))); });
+            Datum* elems = pg_call([&]() noexcept { return static_cast<Datum*>(palloc(sizeof(Datum) * (m > 0 ? m : 1))); });
             for (int j = 0; j < m; ++j) {
                 const std::string& s = p.array[static_cast<std::size_t>(j)];
-                elems[j] = pg_call([&] {
+                elems[j] = pg_call([&]() noexcept {
                     return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
                 });
             }
-            args.values[i] = pg_call([&] {
+            args.values[i] = pg_call([&]() noexcept {
                 return PointerGetDatum(construct_array(elems, m, TEXTOID, -1, false, TYPALIGN_INT));
             });
             break;
@@ -111,7 +110,7 @@ ParamListInfo to_param_list(const SpiArgs& args)
 {
     if (args.count == 0)
         return nullptr;
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         ParamListInfo list = makeParamList(args.count);
         for (int i = 0; i < args.count; ++i) {
             list->params[i].value = args.values[i];
@@ -134,7 +133,7 @@ QueryResult copy_result()
     for (uint64 r = 0; r < SPI_processed; ++r) {
         Row row;
         for (int c = 1; c <= natts; ++c) {
-            char* value = pg_call([&] { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
+            char* value = pg_call([&]() noexcept { return SPI_getvalue(table->vals[r], table->tupdesc, c); });
             if (value == nullptr)
                 row.emplace_back(std::nullopt);
             else
@@ -142,7 +141,7 @@ QueryResult copy_result()
         }
         result.rows.push_back(std::move(row));
     }
-    pg_call([&] { SPI_freetuptable(table); });
+    pg_call([&]() noexcept { SPI_freetuptable(table); });
     return result;
 }
 
@@ -178,7 +177,7 @@ void SpiSession::connect()
 {
     if (connected_)
         return;
-    const int rc = pg_call([] { return SPI_connect(); });
+    const int rc = pg_call([]() noexcept { return SPI_connect(); });
     check_spi(rc, "SPI_connect");
     connected_ = true;
 }
@@ -193,34 +192,57 @@ void SpiSession::finish()
 {
     if (!connected_)
         return;
-    const int rc = pg_call([] { return SPI_finish(); });
+    const int rc = pg_call([]() noexcept { return SPI_finish(); });
     connected_ = false;
     check_spi(rc, "SPI_finish");
 }
 
 namespace {
 // The message, SQLSTATE, DETAIL and HINT name the problem; a generated
-// statement (the extension's own, possibly long) would only bury them.
-void forget_statement(PgError& e)
+// statement (the extension's own, possibly long) would only bury them. Only
+// the statement's own line goes: SPI's `SQL statement "<sql>"` (its prefix
+// translated, the statement quoted whole, newlines and all) and the cursor
+// position into it. Every other line stays: a user trigger's or function's
+// PL/pgSQL lines raised inside the statement, and the caller's own.
+void forget_statement(PgError& e, const std::string& sql) noexcept
 {
     ErrorData* data = e.data();
-    data->context = nullptr;
     data->internalquery = nullptr;
     data->internalpos = 0;
+    if (data->context == nullptr)
+        return;
+    char* const context = data->context;
+    const std::size_t length = strlen(context);
+    const std::string_view all(context, length);
+    const std::string quoted = "\"" + sql + "\"";
+    const std::size_t at = all.find(quoted);
+    if (at == std::string_view::npos)
+        return;
+    // The line: from after the newline before the statement to the newline
+    // after it (both dropped, one of them when the line is first or last).
+    const std::size_t newline_before = all.rfind('\n', at);
+    std::size_t begin = newline_before == std::string_view::npos ? 0 : newline_before + 1;
+    std::size_t end = at + quoted.size();
+    if (end < length && context[end] == '\n')
+        ++end;
+    else if (begin > 0)
+        --begin;
+    memmove(context + begin, context + end, length - end + 1);
+    if (context[0] == '\0')
+        data->context = nullptr;
 }
-
 // SPI_execute_with_args of one statement (list); its return code checked.
 void execute_with_args(const std::string& sql, const SpiArgs& args, bool hide_statement)
 {
     int rc = 0;
     try {
-        rc = pg_call([&] {
+        rc = pg_call([&]() noexcept {
             return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
                                          args.nulls, false, 0);
         });
     } catch (PgError& e) {
         if (hide_statement)
-            forget_statement(e);
+            forget_statement(e, sql);
         throw;
     }
     check_spi(rc, "SPI_execute_with_args");
@@ -263,7 +285,7 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
     if (it != plans.end()) {
         plan = it->second;
     } else {
-        plan = pg_call([&] {
+        plan = pg_call([&]() noexcept {
             SPIPlanPtr p = SPI_prepare(sql.c_str(), args.count, args.types);
             if (p == nullptr)
                 elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -273,7 +295,7 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
         });
         plans.emplace(key, plan);
     }
-    const int rc = pg_call([&] { return SPI_execute_plan(plan, args.values, args.nulls, false, 0); });
+    const int rc = pg_call([&]() noexcept { return SPI_execute_plan(plan, args.values, args.nulls, false, 0); });
     check_spi(rc, "SPI_execute_plan");
     return copy_result();
 }
@@ -286,63 +308,34 @@ std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
     const std::uint64_t processed = SPI_processed;
     if (SPI_tuptable != nullptr) {
         SPITupleTable* table = SPI_tuptable;
-        pg_call([&] { SPI_freetuptable(table); });
+        pg_call([&]() noexcept { SPI_freetuptable(table); });
     }
     return processed;
 }
 
-core::MultisetDigest SpiSession::digest_rows(const std::string& sql, const Params& params)
-{
-    auto hasher = std::make_unique<core::RowHasher>();
-    core::MultisetDigest digest;
-    DigestTargets targets;
-    targets.hasher = hasher.get();
-    targets.digest = &digest;
-    digest_rows_into(sql, targets, params);
-    return digest;
-}
-
-void SpiSession::digest_rows_into(const std::string& sql, const DigestTargets& targets, const Params& params)
+void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Params& params)
 {
     connect();
     SpiArgs args = convert_params(params);
-    SPIPlanPtr plan = pg_call([&] { return SPI_prepare(sql.c_str(), args.count, args.types); });
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(sql.c_str(), args.count, args.types); });
     if (plan == nullptr)
         check_spi(SPI_result, "SPI_prepare");
-    if (!pg_call([&] { return SPI_is_cursor_plan(plan); })) {
+    if (!pg_call([&]() noexcept { return SPI_is_cursor_plan(plan); })) {
         throw UserError(sqlstate::kInvalidParameterValue,
                         "query must be a single statement that returns rows",
                         "The query was: " + sql,
                         "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
     }
     ParamListInfo list = to_param_list(args);
-    const int rc = pg_call([&] {
+    const int rc = pg_call([&]() noexcept {
         SPIExecuteOptions options;
         memset(&options, 0, sizeof options);
         options.params = list;
         options.read_only = false;
-        options.dest = make_row_digest_receiver(targets);
+        options.dest = dest;
         return SPI_execute_plan_extended(plan, &options);
     });
     check_spi(rc, "SPI_execute_plan_extended");
-}
-
-bool SpiSession::has_digest_aggregate()
-{
-    if (!digest_aggregate_) {
-        auto installed = query("SELECT pg_catalog.to_regprocedure('idem._digest_agg(\"any\")') IS NOT NULL");
-        digest_aggregate_ = installed.rows.at(0).at(0).value_or("f") == "t";
-    }
-    return *digest_aggregate_;
-}
-
-std::string SpiSession::digest_text(const std::string& sql, std::size_t column_count)
-{
-    if (column_count > 0 && has_digest_aggregate()) {
-        auto r = query(core::digest_aggregate_sql(sql, column_count));
-        return r.rows.at(0).at(0).value_or("");
-    }
-    return digest_rows(sql).text();
 }
 
 void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
@@ -350,7 +343,7 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
 {
     connect();
     SpiArgs args = convert_params(params);
-    pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    pg_call([&]() noexcept { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     execute_with_args(sql, args, hide_statement);
     SPITupleTable* table = SPI_tuptable;
@@ -364,7 +357,7 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
             throw UserError(sqlstate::kInternalError, "result type mismatch in pg_idempotent");
     }
     const uint64 n = SPI_processed;
-    pg_call([&] {
+    pg_call([&]() noexcept {
         Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(out->natts)));
         bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(out->natts)));
         for (uint64 r = 0; r < n; ++r) {
@@ -376,13 +369,13 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
 
 void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows)
 {
-    pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    pg_call([&]() noexcept { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     const int natts = rsinfo->setDesc->natts;
     for (const auto& row : rows) {
         if (static_cast<int>(row.size()) != natts)
             throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent");
-        pg_call([&] {
+        pg_call([&]() noexcept {
             Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(natts)));
             bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(natts)));
             for (int c = 0; c < natts; ++c) {
@@ -418,12 +411,12 @@ std::string lock_timeout_setting(SpiSession& spi, const std::string& interval)
 std::string rows_as_json_array(SpiSession& spi, const std::string& query)
 {
     spi.connect();
-    SPIPlanPtr plan = pg_call([&] { return SPI_prepare(query.c_str(), 0, nullptr); });
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(query.c_str(), 0, nullptr); });
     if (plan == nullptr)
         check_spi(SPI_result, "SPI_prepare");
-    if (!pg_call([&] { return SPI_is_cursor_plan(plan); })) {
+    if (!pg_call([&]() noexcept { return SPI_is_cursor_plan(plan); })) {
         // No rows to return (a plain INSERT, a DO block...): run it.
-        const int rc = pg_call([&] { return SPI_execute_plan(plan, nullptr, nullptr, false, 0); });
+        const int rc = pg_call([&]() noexcept { return SPI_execute_plan(plan, nullptr, nullptr, false, 0); });
         check_spi(rc, "SPI_execute_plan");
         return "[]";
     }

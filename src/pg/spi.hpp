@@ -15,11 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/digest.hpp"
-#include "pg_native/digest_targets.hpp"
 #include "pg/values.hpp"
 
 struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
+struct _DestReceiver;             // PostgreSQL's DestReceiver, opaque here
 
 namespace pg_idempotent::pg {
 
@@ -82,24 +81,13 @@ public:
     // Runs a statement; returns the rows it processed.
     std::uint64_t execute(const std::string& sql, const Params& params = {});
 
-    // Streams the rows of one row-returning statement into a multiset digest
-    // (constant memory; nothing is copied into SPI's tuple table). Caller SQL
-    // is welcome here: it must be a single statement that returns rows.
-    core::MultisetDigest digest_rows(const std::string& sql, const Params& params = {});
-    // The same, into targets (targets.hasher and targets.digest must be
-    // set): a second digest of columns sent side by side, an early stop
-    // (pg_native/digest_targets.hpp).
-    void digest_rows_into(const std::string& sql, const DigestTargets& targets, const Params& params = {});
-
-    // The digest text of the rows of a SELECT the extension built, with
-    // column_count columns: computed by the aggregate idem._digest_agg, so
-    // PostgreSQL may split the scan among parallel workers. The same text as
-    // digest_rows(sql).text(), which it falls back to for zero columns, and
-    // while the database's SQL objects predate the aggregate (a newer module
-    // before ALTER EXTENSION ... UPDATE).
-    std::string digest_text(const std::string& sql, std::size_t column_count);
-    // Whether idem._digest_agg exists (looked up once per session).
-    bool has_digest_aggregate();
+    // Runs one row-returning statement and sends its rows to dest, a
+    // PostgreSQL DestReceiver made under pg_call, instead of collecting
+    // them in SPI's tuple table (streaming, constant memory). Caller SQL is
+    // welcome here: UserError 22023 when it is not a single statement that
+    // returns rows. (Feature code written against the executor uses it:
+    // pg_native/statement_digest.hpp.)
+    void send_rows(const std::string& sql, _DestReceiver* dest, const Params& params = {});
 
     // Runs a statement and returns its rows as the result set of the calling
     // set-returning function (materialize mode; column types must match).
@@ -110,7 +98,6 @@ public:
 
 private:
     bool connected_ = false;
-    std::optional<bool> digest_aggregate_;  // has_digest_aggregate(), once known
 };
 
 // Returns rows given as text (NULL = nullopt) as the result set of the

@@ -15,10 +15,10 @@ void in_rolled_back_subtransaction(const std::function<void()>& fn)
 {
     MemoryContext const cxt = CurrentMemoryContext;
     ResourceOwner const owner = CurrentResourceOwner;
-    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    pg_call([]() noexcept { BeginInternalSubTransaction(nullptr); });
     MemoryContextSwitchTo(cxt);
     auto roll_back = [&] {
-        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        pg_call([]() noexcept { RollbackAndReleaseCurrentSubTransaction(); });
         MemoryContextSwitchTo(cxt);
         CurrentResourceOwner = owner;
     };
@@ -42,22 +42,22 @@ std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn)
         MemoryContextSwitchTo(cxt);
         CurrentResourceOwner = owner;
     };
-    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    pg_call([]() noexcept { BeginInternalSubTransaction(nullptr); });
     MemoryContextSwitchTo(cxt);
     try {
         fn();
     } catch (PgError& e) {
         // The ErrorData lives in error_copy_context(), which outlives the
         // subtransaction: the caller may still rethrow it.
-        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        pg_call([]() noexcept { RollbackAndReleaseCurrentSubTransaction(); });
         restore();
         return e;
     } catch (...) {
-        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        pg_call([]() noexcept { RollbackAndReleaseCurrentSubTransaction(); });
         restore();
         throw;
     }
-    pg_call([] { ReleaseCurrentSubTransaction(); });
+    pg_call([]() noexcept { ReleaseCurrentSubTransaction(); });
     restore();
     return std::nullopt;
 }

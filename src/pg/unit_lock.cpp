@@ -12,7 +12,7 @@ namespace pg_idempotent::pg {
 
 void lock_unit(UnitLockSpace space, std::uint32_t key, UnitLockMode mode)
 {
-    pg_call([&] {
+    pg_call([&]() noexcept {
         // A standby takes no locks this strong on objects, and needs none:
         // nothing can be written there, so an overwrite can only skip (or
         // fail on its first write) and there is nothing to serialize.

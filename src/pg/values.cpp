@@ -36,7 +36,7 @@ void with_canonical_settings(const std::function<void()>& fn)
 
 bool type_is_ordered(std::uint32_t type)
 {
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         TypeCacheEntry* entry = lookup_type_cache(type, TYPECACHE_CMP_PROC);
         return OidIsValid(entry->cmp_proc);
     });
@@ -47,7 +47,7 @@ int compare_values(const TypedValue& a, const TypedValue& b)
     if (!type_is_ordered(a.type))
         throw UserError(sqlstate::kUndefinedFunction, "type " + type_display(a.type) + " has no default btree ordering",
                         {}, "Use a type that can be sorted (numbers, dates, timestamps, text, pg_lsn...).");
-    return pg_call([&] {
+    return pg_call([&]() noexcept {
         TypeCacheEntry* entry = lookup_type_cache(a.type, TYPECACHE_CMP_PROC_FINFO);
         const Oid collation = OidIsValid(entry->typcollation) ? entry->typcollation : InvalidOid;
         return DatumGetInt32(FunctionCall2Coll(&entry->cmp_proc_finfo, collation,
@@ -59,7 +59,7 @@ std::string canonical_text(const TypedValue& value)
 {
     const char* text = nullptr;
     with_canonical_settings([&] {
-        text = pg_call([&] {
+        text = pg_call([&]() noexcept {
             Oid output = InvalidOid;
             bool varlena = false;
             getTypeOutputInfo(value.type, &output, &varlena);
@@ -73,7 +73,7 @@ TypedValue parse_canonical(const std::string& text, std::uint32_t type)
 {
     Datum d = 0;
     with_canonical_settings([&] {
-        d = pg_call([&] {
+        d = pg_call([&]() noexcept {
             Oid input = InvalidOid;
             Oid ioparam = InvalidOid;
             getTypeInputInfo(type, &input, &ioparam);
@@ -89,12 +89,12 @@ TypedValue parse_canonical(const std::string& text, std::uint32_t type)
 
 std::string type_display(std::uint32_t type)
 {
-    return std::string(pg_call([&] { return format_type_be(type); }));
+    return std::string(pg_call([&]() noexcept { return format_type_be(type); }));
 }
 
 std::string type_qualified(std::uint32_t type)
 {
-    return std::string(pg_call([&] { return format_type_be_qualified(type); }));
+    return std::string(pg_call([&]() noexcept { return format_type_be_qualified(type); }));
 }
 
 TypeKind type_kind(std::uint32_t type)
@@ -121,14 +121,14 @@ TypeKind type_kind(std::uint32_t type)
 
 std::uint32_t base_type(std::uint32_t type)
 {
-    return pg_call([&] { return getBaseType(type); });
+    return pg_call([&]() noexcept { return getBaseType(type); });
 }
 
 std::uint32_t trusted_state_type(std::uint32_t type)
 {
     const Oid base = base_type(type);
     char kind = '\0';
-    const Oid owner = pg_call([&] {
+    const Oid owner = pg_call([&]() noexcept {
         HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(base));
         if (!HeapTupleIsValid(tup))
             elog(ERROR, "cache lookup failed for type %u", base);
@@ -144,8 +144,8 @@ std::uint32_t trusted_state_type(std::uint32_t type)
         throw UserError(sqlstate::kDatatypeMismatch, "a value of type " + type_display(base) + " cannot be kept",
                         "It has no input function to read the stored text back.",
                         "Cast it to a named type.");
-    if (!pg_call([&] { return superuser_arg(owner); })) {
-        const char* name = pg_call([&] { return GetUserNameFromId(owner, true); });
+    if (!pg_call([&]() noexcept { return superuser_arg(owner); })) {
+        const char* name = pg_call([&]() noexcept { return GetUserNameFromId(owner, true); });
         const std::string role = name != nullptr ? name : std::to_string(owner);
         throw UserError(sqlstate::kInsufficientPrivilege,
                         "type " + type_display(base) + " is owned by role \"" + role + "\", which is not a superuser",

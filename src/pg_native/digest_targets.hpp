@@ -1,8 +1,8 @@
 // What a digest of streamed rows computes besides the digest itself: a
 // second digest of columns sent side by side, and an early stop at the first
 // row a sample excludes. Filled
-// by callers of SpiSession::digest_rows_into; the digest receiver
-// (pg/row_digest_receiver.hpp) acts on it. No PostgreSQL header.
+// by callers of pg::digest_statement_rows_into (statement_digest.hpp); the
+// digest receiver (pg_native/row_digest_receiver.hpp) acts on it. No PostgreSQL header.
 #pragma once
 
 #include <cstdint>

@@ -381,7 +381,7 @@ RawResult claim_row(const KeyClaim& claim)
 
 KeyClaimResult insert_claim_row(const KeyClaim& claim)
 {
-    const RawResult raw = pg_call([&] { return claim_row(claim); });
+    const RawResult raw = pg_call([&]() noexcept { return claim_row(claim); });
     KeyClaimResult result;
     result.outcome = raw.outcome;
     if (raw.outcome == KeyClaimResult::Outcome::kExists) {

@@ -160,7 +160,7 @@ std::optional<StampCount> count_stamped_rows(std::uint32_t relation, std::uint32
 {
     StampCount count;
     StampCount* out = &count;
-    const bool done = pg_call([&] { return scan(relation, xmin, cmin, out); });
+    const bool done = pg_call([&]() noexcept { return scan(relation, xmin, cmin, out); });
     if (!done)
         return std::nullopt;
     return count;

@@ -8,6 +8,7 @@
 #include "pg/errors.hpp"
 #include "pg/spi.hpp"
 #include "pg/transactions.hpp"
+#include "pg_native/statement_digest.hpp"
 
 namespace pg_idempotent {
 
@@ -136,7 +137,7 @@ void assert_rerun_safe(FunctionCallInfoBaseData* fcinfo, const std::string& job,
             // The job: any SQL (CALL, DO, statement lists), as the caller.
             spi.execute(job);
             for (std::size_t t = 0; t < watched.size(); ++t) {
-                const core::MultisetDigest d = spi.digest_rows(watched[t].select);
+                const core::MultisetDigest d = pg::digest_statement_rows(spi, watched[t].select);
                 results.push_back(Checksum{run, t, d.text(), d.count()});
                 if (run == 1) {
                     first_counts.push_back(row_counts(spi, watched[t]));

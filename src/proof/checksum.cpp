@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "common/installed_sql.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
 #include "pg/spi.hpp"
+#include "pg_native/statement_digest.hpp"
 
 namespace pg_idempotent {
 
@@ -71,7 +73,8 @@ std::string checksum_relation(std::uint32_t relation, const std::vector<std::str
     const pg::Relation rel = pg::describe_relation(relation);
     require_readable_kind(rel);
     const auto kept = kept_columns(rel, exclude_columns);
-    const std::string digest = spi.digest_text(select_kept(rel, kept), kept.size());
+    const std::string digest = pg::digest_select_text(spi, select_kept(rel, kept), kept.size(),
+                                                        sql_has(SqlFeature::kDigestAggregate));
     spi.finish();
     return digest;
 }
@@ -79,7 +82,7 @@ std::string checksum_relation(std::uint32_t relation, const std::vector<std::str
 std::string checksum_query(const std::string& query)
 {
     pg::SpiSession spi;
-    const core::MultisetDigest digest = spi.digest_rows(query);
+    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query);
     spi.finish();
     return digest.text();
 }

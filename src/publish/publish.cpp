@@ -13,6 +13,7 @@
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/transactions.hpp"
+#include "pg_native/statement_digest.hpp"
 
 namespace pg_idempotent {
 
@@ -282,7 +283,7 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
                                 {Param::of_oid(v.relation)});
         bool dropped = true;
         if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
-            const pg::Relation table = pg::describe_relation(v.relation);
+            const pg::Relation table = pg::describe_relation(v.relation, pg::RelationLock::kNone);  // DROP locks it
             dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
         }  // else: dropped by hand already; its record goes too
         if (!dropped) {
@@ -399,7 +400,7 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
     auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
                               {Param::of_text(t.qualified)});
     t.oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
-    t.checksum = spi.digest_rows("SELECT * FROM " + t.qualified).text();
+    t.checksum = pg::digest_statement_rows(spi, "SELECT * FROM " + t.qualified).text();
     if (owner != pg::current_user_id())
         spi.execute("ALTER TABLE " + t.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
     return t;
@@ -460,7 +461,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // The query's rows, checksummed without writing anything (as the caller),
     // and compared with the current version before any lock is taken: an
     // identical republish writes nothing at all, not even a row lock.
-    const core::MultisetDigest digest = spi.digest_rows(query);
+    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query);
     const std::string shape = shape_of(pg::describe_query(query));
     // The same content: a rerun publishes nothing (and records that).
     auto unchanged = [&](int same) {
