@@ -129,7 +129,7 @@ Datum idem_diff(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 1, "b");
         pg::require_arg(fcinfo, 2, "exclude_columns");
         pg::require_arg(fcinfo, 3, "max_rows");
-        pg_idempotent::diff_relations(fcinfo, *pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
+        pg_idempotent::diff_relations(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
                                       *pg::arg_text_array(fcinfo, 2, "exclude_columns"),
                                       *pg::arg_int4(fcinfo, 3));
         return Datum(0);
@@ -195,7 +195,7 @@ Datum idem_merge(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 1, "source");
         pg_idempotent::MergeSource source;
         source.relation = pg::arg_oid(fcinfo, 1);
-        pg_idempotent::merge(fcinfo, *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
+        pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
     });
 }
@@ -207,7 +207,7 @@ Datum idem_merge_query(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 1, "query");
         pg_idempotent::MergeSource source;
         source.query = pg::arg_text(fcinfo, 1);
-        pg_idempotent::merge(fcinfo, *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
+        pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
     });
 }
@@ -233,7 +233,7 @@ Datum idem_claim_many(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "keys");
         pg::require_arg(fcinfo, 1, "scope");
-        pg_idempotent::claim_many(fcinfo, *pg::arg_text_array(fcinfo, 0, "keys"), *pg::arg_text(fcinfo, 1));
+        pg_idempotent::claim_many(pg::ResultSet(fcinfo), *pg::arg_text_array(fcinfo, 0, "keys"), *pg::arg_text(fcinfo, 1));
         return Datum(0);
     });
 }
@@ -290,7 +290,7 @@ Datum idem_key_status(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "key");
         pg::require_arg(fcinfo, 1, "scope");
-        pg_idempotent::key_status(fcinfo, *pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
+        pg_idempotent::key_status(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
         return Datum(0);
     });
 }
@@ -388,7 +388,7 @@ Datum idem_windows(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "job");
-        pg_idempotent::windows(fcinfo, *pg::arg_text(fcinfo, 0));
+        pg_idempotent::windows(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0));
         return Datum(0);
     });
 }
@@ -397,7 +397,7 @@ Datum idem_gaps(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "job");
-        pg_idempotent::gaps(fcinfo, *pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_value(fcinfo, 2),
+        pg_idempotent::gaps(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_value(fcinfo, 2),
                             pg::arg_value(fcinfo, 3));
         return Datum(0);
     });
@@ -411,7 +411,7 @@ Datum idem_assert_rerun_safe(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 2, "runs");
         pg::require_arg(fcinfo, 3, "exclude_columns");
         pg::require_arg(fcinfo, 4, "rollback");
-        pg_idempotent::assert_rerun_safe(fcinfo, *pg::arg_text(fcinfo, 0), pg::arg_oid_array(fcinfo, 1, "tables"),
+        pg_idempotent::assert_rerun_safe(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), pg::arg_oid_array(fcinfo, 1, "tables"),
                                          *pg::arg_int4(fcinfo, 2), *pg::arg_text_array(fcinfo, 3, "exclude_columns"),
                                          *pg::arg_bool(fcinfo, 4));
         return Datum(0);
@@ -452,7 +452,7 @@ Datum idem__tombstones(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "target");
-        pg_idempotent::tombstones(fcinfo, *pg::arg_oid(fcinfo, 0));
+        pg_idempotent::tombstones(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0));
         return Datum(0);
     });
 }
@@ -480,7 +480,7 @@ Datum idem_versions(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "dataset");
-        pg_idempotent::versions(fcinfo, *pg::arg_text(fcinfo, 0));
+        pg_idempotent::versions(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0));
         return Datum(0);
     });
 }
@@ -519,7 +519,7 @@ Datum idem_replace_where(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "target");
         pg::require_arg(fcinfo, 1, "predicate");
         pg::require_arg(fcinfo, 2, "query");
-        pg_idempotent::replace_where(fcinfo, *pg::arg_oid(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
+        pg_idempotent::replace_where(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
                                      pg::arg_interval_text(fcinfo, 3));
         return Datum(0);
     });
@@ -539,7 +539,7 @@ static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
             value_text = pg::arg_text(fcinfo, 1);
         else
             value = pg::arg_value(fcinfo, 1);
-        pg_idempotent::overwrite_partition(fcinfo, *pg::arg_oid(fcinfo, 0), value, value_text, *pg::arg_text(fcinfo, 2),
+        pg_idempotent::overwrite_partition(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), value, value_text, *pg::arg_text(fcinfo, 2),
                                            *pg::arg_text(fcinfo, 3), *pg::arg_bool(fcinfo, 4),
                                            pg::arg_interval_text(fcinfo, 5));
         return Datum(0);

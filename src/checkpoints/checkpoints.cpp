@@ -412,7 +412,7 @@ std::vector<pg::Row> uncovered_windows(const pg::QueryResult& candidates, const 
 
 }  // namespace
 
-void windows(FunctionCallInfoBaseData* fcinfo, const std::string& job)
+void windows(const pg::ResultSet& out, const std::string& job)
 {
     require_job(job);
     pg::SpiSession spi;
@@ -452,11 +452,11 @@ void windows(FunctionCallInfoBaseData* fcinfo, const std::string& job)
     std::vector<pg::Row> rows;
     for (auto& it : items)
         rows.push_back(std::move(it.row));  // done_at: ISO text, read back by timestamptz input
-    pg::return_text_rows(fcinfo, rows);
+    pg::return_text_rows(out, rows);
     spi.finish();
 }
 
-void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedValue& from_given, const TypedValue& to_given,
+void gaps(const pg::ResultSet& out, const std::string& job, const TypedValue& from_given, const TypedValue& to_given,
           const TypedValue& step_given)
 {
     require_job(job);
@@ -482,7 +482,7 @@ void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const TypedV
         require_finite_range(spi, base, from, to, type_name);
     const pg::QueryResult candidates = candidate_windows(spi, series, from, to, step);
     const auto covered = covered_stretches(load_windows(spi, job, from.type));
-    pg::return_text_rows(fcinfo, uncovered_windows(candidates, covered, from.type, type_name));
+    pg::return_text_rows(out, uncovered_windows(candidates, covered, from.type, type_name));
     spi.finish();
 }
 

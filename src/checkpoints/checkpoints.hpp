@@ -5,9 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "pg/spi.hpp"
 #include "pg/values.hpp"
-
-struct FunctionCallInfoBaseData;
 
 namespace pg_idempotent {
 
@@ -19,8 +18,8 @@ void advance(const std::string& job, const pg::TypedValue& value, const std::opt
 void rewind(const std::string& job, const pg::TypedValue& value);
 bool run_once(const std::string& job, const pg::TypedValue& value, const std::string& query);
 void mark_window(const std::string& job, const pg::TypedValue& lo, const pg::TypedValue& hi);
-void windows(FunctionCallInfoBaseData* fcinfo, const std::string& job);
-void gaps(FunctionCallInfoBaseData* fcinfo, const std::string& job, const pg::TypedValue& from,
+void windows(const pg::ResultSet& out, const std::string& job);
+void gaps(const pg::ResultSet& out, const std::string& job, const pg::TypedValue& from,
           const pg::TypedValue& to, const pg::TypedValue& step);
 
 }  // namespace pg_idempotent

@@ -346,7 +346,7 @@ bool claim(const ClaimRequest& request)
     return owned;
 }
 
-void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>& keys, const std::string& scope)
+void claim_many(const pg::ResultSet& out, const std::vector<std::string>& keys, const std::string& scope)
 {
     require_text(scope, "scope");
     for (const auto& k : keys)
@@ -355,7 +355,7 @@ void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>
     check_scope_usage(spi, ScopeKind::kKeys, scope);
     const BatchHashes batch = batch_hashes(keys, scope);
     pg::as_extension_owner([&] {
-        spi.return_rows(fcinfo, kClaimMany, {Param::of_text(scope), Param::of_text_array(keys)}, true);
+        spi.return_rows(out, kClaimMany, {Param::of_text(scope), Param::of_text_array(keys)}, true);
         check_hashes_held(spi, scope, batch);
     });
     spi.finish();
@@ -447,10 +447,10 @@ std::optional<std::string> once(const std::string& key, const std::string& query
     return json;
 }
 
-void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const std::string& scope)
+void key_status(const pg::ResultSet& out, const std::string& key, const std::string& scope)
 {
     on_key_state(key, scope, [&](pg::SpiSession& spi) {
-        spi.return_rows(fcinfo,
+        spi.return_rows(out,
                         std::string("SELECT CASE WHEN k.state OPERATOR(pg_catalog.=) 'in_progress'"
                                     " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
                                     " THEN 'expired' ELSE k.state END, k.fingerprint, k.result, k.recovery_point,"

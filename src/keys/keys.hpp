@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-struct FunctionCallInfoBaseData;
+#include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
@@ -20,13 +20,13 @@ struct ClaimRequest {
 };
 
 bool claim(const ClaimRequest& request);
-void claim_many(FunctionCallInfoBaseData* fcinfo, const std::vector<std::string>& keys, const std::string& scope);
+void claim_many(const pg::ResultSet& out, const std::vector<std::string>& keys, const std::string& scope);
 void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope);
 void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope);
 std::optional<std::string> result(const std::string& key, const std::string& scope);
 std::optional<std::string> once(const std::string& key, const std::string& query, const std::string& scope,
                                 const std::optional<std::string>& fingerprint);
-void key_status(FunctionCallInfoBaseData* fcinfo, const std::string& key, const std::string& scope);
+void key_status(const pg::ResultSet& out, const std::string& key, const std::string& scope);
 bool forget(const std::string& key, const std::string& scope);
 std::int64_t purge_keys(const std::string& older_than, const std::optional<std::string>& scope);
 

@@ -338,7 +338,7 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, const MergeOpt
 
 }  // namespace
 
-void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const MergeSource& source,
+void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource& source,
            const MergeOptions& options)
 {
     const RunClock clock;
@@ -365,7 +365,7 @@ void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const Mer
     const pg::QueryResult counts = spi.query(core::build_merge_sql(spec), {pg::Param::of_oid(target_oid)}, true);
     if (!options.dry_run)
         record_merge(spi, clock, target, src.relation, counts);
-    pg::return_text_rows(fcinfo, counts.rows);
+    pg::return_text_rows(out, counts.rows);
     spi.finish();
 }
 

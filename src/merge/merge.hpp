@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-struct FunctionCallInfoBaseData;
+#include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
@@ -28,7 +28,7 @@ struct MergeOptions {
 };
 
 // Runs the merge and returns its one row of counts as the result set.
-void merge(FunctionCallInfoBaseData* fcinfo, std::uint32_t target, const MergeSource& source,
+void merge(const pg::ResultSet& out, std::uint32_t target, const MergeSource& source,
            const MergeOptions& options);
 
 }  // namespace pg_idempotent

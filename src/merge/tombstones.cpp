@@ -8,12 +8,12 @@ namespace pg_idempotent {
 
 using pg::Param;
 
-void tombstones(FunctionCallInfoBaseData* fcinfo, std::uint32_t target)
+void tombstones(const pg::ResultSet& out, std::uint32_t target)
 {
     pg::require_whole_table_privilege(target, pg::TablePrivilege::kSelect, "reading the tombstones of a table");
     pg::SpiSession spi;
     pg::as_extension_owner([&] {
-        spi.return_rows(fcinfo,
+        spi.return_rows(out,
                         "SELECT t.key_digest, t.version FROM idem.tombstones t"
                         " WHERE t.target OPERATOR(pg_catalog.=) $1::pg_catalog.oid::pg_catalog.regclass",
                         {Param::of_oid(target)}, true);

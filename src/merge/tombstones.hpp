@@ -8,15 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "pg/spi.hpp"
 #include "pg/values.hpp"
-
-struct FunctionCallInfoBaseData;
 
 namespace pg_idempotent {
 
 // The target's tombstones (key digest, version in canonical text): needs
 // SELECT on the target.
-void tombstones(FunctionCallInfoBaseData* fcinfo, std::uint32_t target);
+void tombstones(const pg::ResultSet& out, std::uint32_t target);
 
 // Records versioned deletes (arrays of equal length: uuid[], jsonb[],
 // text[]): needs DELETE on the target. Returns how many were written.

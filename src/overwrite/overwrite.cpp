@@ -370,11 +370,11 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
 
 // The result row of replace_where or overwrite_partition, recorded in the
 // run history and returned to the caller.
-void finish_run(FunctionCallInfoBaseData* fcinfo, pg::SpiSession& spi, const RunClock& clock, const RunRecord& run,
+void finish_run(const pg::ResultSet& out, pg::SpiSession& spi, const RunClock& clock, const RunRecord& run,
                 const pg::Row& result)
 {
     record_run(spi, clock, run);
-    pg::return_text_rows(fcinfo, {result});
+    pg::return_text_rows(out, {result});
     spi.finish();
 }
 
@@ -547,7 +547,7 @@ std::optional<std::string> unchanged_digest(pg::SpiSession& spi, const pg::Relat
 
 }  // namespace
 
-void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, const std::string& predicate,
+void replace_where(const pg::ResultSet& out, std::uint32_t target_oid, const std::string& predicate,
                    const std::string& query, const std::optional<std::string>& lock_timeout)
 {
     if (predicate.find_first_not_of(" \t\r\n") == std::string::npos)
@@ -578,7 +578,7 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
         run.action = "skipped";
         run.counts = {{"deleted", 0}, {"inserted", 0}};
         run.rows_written = 0;
-        finish_run(fcinfo, spi, clock, run, {std::string("0"), std::string("0")});
+        finish_run(out, spi, clock, run, {std::string("0"), std::string("0")});
         return;
     }
     const auto [deleted, inserted] = replace_unit(spi, target, predicate, rows, incoming);
@@ -586,10 +586,10 @@ void replace_where(FunctionCallInfoBaseData* fcinfo, std::uint32_t target_oid, c
     run.counts = {{"deleted", deleted}, {"inserted", inserted}};
     run.rows_written = deleted + inserted;
     run.changed = true;
-    finish_run(fcinfo, spi, clock, run, {std::to_string(deleted), std::to_string(inserted)});
+    finish_run(out, spi, clock, run, {std::to_string(deleted), std::to_string(inserted)});
 }
 
-void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_oid, const pg::TypedValue& value,
+void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, const pg::TypedValue& value,
                          const std::optional<std::string>& value_text, const std::string& query,
                          const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout)
 {
@@ -617,7 +617,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
         run.action = "skipped";
         run.counts = {{"unchanged", unchanged}};
         run.rows_written = 0;
-        finish_run(fcinfo, spi, clock, run, {std::string("skipped"), std::to_string(unchanged)});
+        finish_run(out, spi, clock, run, {std::string("skipped"), std::to_string(unchanged)});
         return;
     }
     const std::string rows = converted.rows();
@@ -630,7 +630,7 @@ void overwrite_partition(FunctionCallInfoBaseData* fcinfo, std::uint32_t parent_
     run.counts = {{"replaced", replaced}, {"inserted", written}};
     run.rows_written = replaced + written;
     run.changed = true;
-    finish_run(fcinfo, spi, clock, run, {run.action, std::to_string(written)});
+    finish_run(out, spi, clock, run, {run.action, std::to_string(written)});
 }
 
 }  // namespace pg_idempotent

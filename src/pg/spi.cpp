@@ -338,9 +338,10 @@ void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Pa
     check_spi(rc, "SPI_execute_plan_extended");
 }
 
-void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
+void SpiSession::return_rows(const ResultSet& out_set, const std::string& sql,
                              const Params& params, bool hide_statement)
 {
+    FunctionCallInfoBaseData* fcinfo = out_set.call();
     connect();
     SpiArgs args = convert_params(params);
     pg_call([&]() noexcept { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
@@ -367,8 +368,9 @@ void SpiSession::return_rows(FunctionCallInfoBaseData* fcinfo, const std::string
     });
 }
 
-void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows)
+void return_text_rows(const ResultSet& out, const std::vector<Row>& rows)
 {
+    FunctionCallInfoBaseData* fcinfo = out.call();
     pg_call([&]() noexcept { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     const int natts = rsinfo->setDesc->natts;

@@ -22,6 +22,19 @@ struct _DestReceiver;             // PostgreSQL's DestReceiver, opaque here
 
 namespace pg_idempotent::pg {
 
+// The result set of the set-returning SQL function being called. The entry
+// shim makes one of its call and hands it to the family, which fills it
+// (SpiSession::return_rows, return_text_rows) without meeting PostgreSQL's
+// call data.
+class ResultSet {
+public:
+    explicit ResultSet(FunctionCallInfoBaseData* call) : call_(call) {}
+    FunctionCallInfoBaseData* call() const { return call_; }
+
+private:
+    FunctionCallInfoBaseData* call_;
+};
+
 // A $n parameter: its SQL type and value (nullopt = NULL).
 struct Param {
     enum class Type { kText, kInt8, kInt4, kBool, kOid, kTextArray, kValue };
@@ -93,7 +106,7 @@ public:
     // set-returning function (materialize mode; column types must match).
     // hide_statement: the SQL is the extension's own (possibly long); errors
     // from it reach the client without the statement text as CONTEXT.
-    void return_rows(FunctionCallInfoBaseData* fcinfo, const std::string& sql,
+    void return_rows(const ResultSet& out, const std::string& sql,
                      const Params& params = {}, bool hide_statement = false);
 
 private:
@@ -103,7 +116,7 @@ private:
 // Returns rows given as text (NULL = nullopt) as the result set of the
 // calling set-returning function; each cell is read by its declared column
 // type's input function (so pass settings-independent text: numbers, OIDs).
-void return_text_rows(FunctionCallInfoBaseData* fcinfo, const std::vector<Row>& rows);
+void return_text_rows(const ResultSet& out, const std::vector<Row>& rows);
 
 // A lock_timeout setting ("1500ms") for a positive interval given as text;
 // UserError 22023 otherwise. Functions with a lock_timeout argument apply it

@@ -115,7 +115,7 @@ std::string describe_difference(pg::SpiSession& spi, const Watched& w,
 
 }  // namespace
 
-void assert_rerun_safe(FunctionCallInfoBaseData* fcinfo, const std::string& job,
+void assert_rerun_safe(const pg::ResultSet& out, const std::string& job,
                        const std::vector<std::uint32_t>& tables, std::int32_t runs,
                        const std::vector<std::string>& exclude_columns, bool rollback)
 {
@@ -166,7 +166,7 @@ void assert_rerun_safe(FunctionCallInfoBaseData* fcinfo, const std::string& job,
     std::vector<pg::Row> rows;
     for (const auto& c : results)
         rows.push_back({std::to_string(c.run), std::to_string(watched[c.table].rel.oid), std::to_string(c.count), c.text});
-    pg::return_text_rows(fcinfo, rows);
+    pg::return_text_rows(out, rows);
     spi.finish();
 }
 

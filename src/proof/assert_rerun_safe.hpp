@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-struct FunctionCallInfoBaseData;
+#include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
-void assert_rerun_safe(FunctionCallInfoBaseData* fcinfo, const std::string& job,
+void assert_rerun_safe(const pg::ResultSet& out, const std::string& job,
                        const std::vector<std::uint32_t>& tables, std::int32_t runs,
                        const std::vector<std::string>& exclude_columns, bool rollback);
 

@@ -87,7 +87,7 @@ std::string checksum_query(const std::string& query)
     return digest.text();
 }
 
-void diff_relations(FunctionCallInfoBaseData* fcinfo, std::uint32_t a, std::uint32_t b,
+void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
                     const std::vector<std::string>& exclude_columns, std::int32_t max_rows)
 {
     if (max_rows < 0)
@@ -140,7 +140,7 @@ void diff_relations(FunctionCallInfoBaseData* fcinfo, std::uint32_t a, std::uint
         "        pg_catalog.abs(c.n) AS copies, s.row_data"
         " FROM counted c JOIN samples s ON s.h OPERATOR(pg_catalog.=) c.h"
         " ORDER BY 1, 3";
-    spi.return_rows(fcinfo, sql, {pg::Param::of_int4(max_rows)});
+    spi.return_rows(out, sql, {pg::Param::of_int4(max_rows)});
     spi.finish();
 }
 

@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-struct FunctionCallInfoBaseData;
+#include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
 std::string checksum_relation(std::uint32_t relation, const std::vector<std::string>& exclude_columns);
 std::string checksum_query(const std::string& query);
-void diff_relations(FunctionCallInfoBaseData* fcinfo, std::uint32_t a, std::uint32_t b,
+void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
                     const std::vector<std::string>& exclude_columns, std::int32_t max_rows);
 
 }  // namespace pg_idempotent

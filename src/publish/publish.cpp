@@ -556,13 +556,13 @@ void adopt(const std::string& dataset)
     spi.finish();
 }
 
-void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset)
+void versions(const pg::ResultSet& out, const std::string& dataset)
 {
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     pg::as_extension_owner([&] {
-        spi.return_rows(fcinfo,
+        spi.return_rows(out,
                         "SELECT v.version, v.relation, v.row_count, v.checksum, v.created_at,"
                         " COALESCE(v.version OPERATOR(pg_catalog.=) d.current_version, false), v.pinned"
                         " FROM idem.dataset_versions v JOIN idem.datasets d"

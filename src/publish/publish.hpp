@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-struct FunctionCallInfoBaseData;
+#include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
@@ -14,7 +14,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
                      const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout);
 std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
                       const std::optional<std::string>& lock_timeout);
-void versions(FunctionCallInfoBaseData* fcinfo, const std::string& dataset);
+void versions(const pg::ResultSet& out, const std::string& dataset);
 // Registers an existing view (of the caller's) as the dataset's, so publish
 // may replace it; its owner becomes the dataset's registered owner.
 void adopt(const std::string& dataset);
