@@ -270,8 +270,8 @@ std::string action_case(const MergeSpec& s)
 // plan: each source key's action. Only the keys with something to do (or
 // to report as stale, a conflict, an absent delete) are kept: a replay's
 // unchanged keys are counted (count of dedup less the rows kept), not
-// copied into the CTE's tuplestore (1M rows of a replay spilled 74 MB to
-// temp files and were read back for the counts). OFFSET 0 keeps the action
+// copied into the CTE's tuplestore, which a large replay would spill to
+// temp files only to read back for the counts. OFFSET 0 keeps the action
 // computed once per row (a flattened subquery would compute the CASE, row
 // comparisons included, in the filter and again in the list).
 std::string plan_cte(const MergeSpec& s)

@@ -273,8 +273,8 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
     SpiArgs args = convert_params(params);
     // One plan per statement and parameter types: a statement called with a
     // NULL passed as text in one place and an int4 in another must not run
-    // the int4 through the other call's plan, which reads it as a pointer to
-    // text (publish after rollback in one session crashed the backend).
+    // the int4 through the other call's plan, which would read it as a
+    // pointer to text.
     std::string key = sql;
     key.push_back('\0');
     for (int i = 0; i < args.count; ++i)
