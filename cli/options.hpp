@@ -11,12 +11,12 @@ namespace pg_idempotent::cli {
 struct Options {
     enum class Command { kNone, kHelp, kRerun, kChecksum };
     Command command = Command::kNone;
-    std::string conninfo;                     // -d; empty = the PG* environment
-    std::vector<std::string> tables;          // -t (rerun) or positional (checksum)
+    std::string conninfo;             // -d; empty = the PG* environment
+    std::vector<std::string> tables;  // -t (rerun) or positional (checksum)
     int runs = 2;
     std::vector<std::string> exclude_columns;
     bool json = false;
-    std::vector<std::string> job;             // after --
+    std::vector<std::string> job;  // after --
 };
 
 // Parses argv[1..]; on a usage error returns nullopt and sets error.

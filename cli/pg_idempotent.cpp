@@ -28,11 +28,21 @@ std::string json_string(const std::string& s)
     std::string out = "\"";
     for (unsigned char ch : s) {
         switch (ch) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
         default:
             if (ch < 0x20) {
                 char buf[8];
@@ -47,7 +57,7 @@ std::string json_string(const std::string& s)
 }
 
 struct Table {
-    std::string name;     // as regclass prints it
+    std::string name;  // as regclass prints it
     std::string oid;
     std::string exclude;  // text[] of the excluded columns this table has
     std::string select;   // SELECT <kept columns> FROM <table>, quoted by the server
@@ -62,13 +72,13 @@ std::vector<Table> resolve(cli::Database& db, const cli::Options& o)
         cli::Rows r;
         try {
             r = db.query(
-            "SELECT c.oid::text, c.oid::regclass::text,"
-            " COALESCE(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attname = ANY ($2::text[])), '{}')::text,"
-            " 'SELECT ' || COALESCE(string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)"
-            "   FILTER (WHERE NOT a.attname = ANY ($2::text[])), '') || ' FROM ' || c.oid::regclass::text"
-            " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid"
-            " WHERE c.oid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped GROUP BY c.oid",
-            {t, cli::text_array(o.exclude_columns)});
+                "SELECT c.oid::text, c.oid::regclass::text,"
+                " COALESCE(array_agg(a.attname::text ORDER BY a.attnum) FILTER (WHERE a.attname = ANY ($2::text[])), '{}')::text,"
+                " 'SELECT ' || COALESCE(string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum)"
+                "   FILTER (WHERE NOT a.attname = ANY ($2::text[])), '') || ' FROM ' || c.oid::regclass::text"
+                " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid"
+                " WHERE c.oid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped GROUP BY c.oid",
+                {t, cli::text_array(o.exclude_columns)});
         } catch (const cli::DbError& e) {
             std::string m = e.what();
             m = m.substr(0, m.find('\n'));
@@ -78,9 +88,10 @@ std::vector<Table> resolve(cli::Database& db, const cli::Options& o)
             throw cli::DbError("table \"" + t + "\" has no columns");
         Table table{r[0][1].value_or(t), r[0][0].value_or(""), r[0][2].value_or("{}"), r[0][3].value_or("")};
         for (const auto& c : o.exclude_columns) {
-            auto has = db.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1::oid"
-                                " AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped)",
-                                {table.oid, c});
+            auto has = db.query(
+                "SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute a WHERE a.attrelid = $1::oid"
+                " AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped)",
+                {table.oid, c});
             if (has.at(0).at(0) == cli::Cell("t"))
                 used[c] = true;
         }
@@ -183,15 +194,15 @@ int do_rerun(const cli::Options& o)
         std::cerr << std::endl;
         const int status = run_job(o.job);
         if (status != 0) {
-            std::cerr << "pg_idempotent: run " << run << ": the command failed with exit status " << status << std::endl;
+            std::cerr << "pg_idempotent: run " << run << ": the command failed with exit status " << status
+                      << std::endl;
             return kExitUsage;
         }
         for (std::size_t i = 0; i < tables.size(); ++i) {
             const auto started = std::chrono::steady_clock::now();
             std::cerr << "run " << run << ": checksumming " << tables[i].name << "..." << std::flush;
             const std::string c = checksum(db, tables[i]);
-            const double secs =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
             std::cerr << " " << secs << " s" << std::endl;
             results.push_back({run, tables[i].name, c});
             if (run == 1) {
@@ -223,8 +234,9 @@ int do_rerun(const cli::Options& o)
         std::cout << "{\"rerun_safe\": " << (changed_run == 0 ? "true" : "false") << ", \"runs\": " << o.runs
                   << ", \"runs_done\": " << runs_done << ", \"checksums\": [";
         for (std::size_t i = 0; i < results.size(); ++i)
-            std::cout << (i ? ", " : "") << "{\"run\": " << results[i].run << ", \"table\": "
-                      << json_string(results[i].table) << ", \"checksum\": " << json_string(results[i].checksum) << "}";
+            std::cout << (i ? ", " : "") << "{\"run\": " << results[i].run
+                      << ", \"table\": " << json_string(results[i].table)
+                      << ", \"checksum\": " << json_string(results[i].checksum) << "}";
         std::cout << "]";
         if (changed_run != 0) {
             std::cout << ", \"difference\": {\"run\": " << changed_run << ", \"table\": " << json_string(changed_table)

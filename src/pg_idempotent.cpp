@@ -1,21 +1,21 @@
 // PG_MODULE_MAGIC and the extern "C" entry shims: each reads its arguments
 // into plain C++ values and calls the feature through cpp_entry, the one
 // guard between PostgreSQL's longjmp errors and C++ exceptions.
-#include "pg/guard_probe.hpp"
 #include "checkpoints/checkpoints.hpp"
-#include "proof/checksum.hpp"
 #include "common/run_history.hpp"
 #include "keys/keys.hpp"
 #include "merge/merge.hpp"
-#include "overwrite/overwrite.hpp"
-#include "publish/publish.hpp"
-#include "proof/assert_rerun_safe.hpp"
-#include "overwrite/swap_partition.hpp"
 #include "merge/tombstones.hpp"
+#include "overwrite/overwrite.hpp"
+#include "overwrite/swap_partition.hpp"
 #include "pg/args.hpp"
 #include "pg/guard.hpp"
-#include "pg_native/digest_aggregate.hpp"
+#include "pg/guard_probe.hpp"
 #include "pg/settings.hpp"
+#include "pg_native/digest_aggregate.hpp"
+#include "proof/assert_rerun_safe.hpp"
+#include "proof/checksum.hpp"
+#include "publish/publish.hpp"
 
 namespace pg = pg_idempotent::pg;
 
@@ -130,8 +130,7 @@ Datum idem_diff(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 2, "exclude_columns");
         pg::require_arg(fcinfo, 3, "max_rows");
         pg_idempotent::diff_relations(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
-                                      *pg::arg_text_array(fcinfo, 2, "exclude_columns"),
-                                      *pg::arg_int4(fcinfo, 3));
+                                      *pg::arg_text_array(fcinfo, 2, "exclude_columns"), *pg::arg_int4(fcinfo, 3));
         return Datum(0);
     });
 }
@@ -141,16 +140,46 @@ Datum idem_diff(PG_FUNCTION_ARGS)
 // C-style PostgreSQL code with nothing to unwind (no C++ object with a
 // destructor in their frames, only noexcept hashing); see
 // pg/digest_aggregate.hpp.
-Datum idem__digest_agg_add(PG_FUNCTION_ARGS) { return pg::digest_agg_transition(fcinfo); }
-Datum idem__digest_agg_combine(PG_FUNCTION_ARGS) { return pg::digest_agg_combine(fcinfo); }
-Datum idem__digest_agg_serialize(PG_FUNCTION_ARGS) { return pg::digest_agg_serialize(fcinfo); }
-Datum idem__digest_agg_deserialize(PG_FUNCTION_ARGS) { return pg::digest_agg_deserialize(fcinfo); }
-Datum idem__digest_agg_final(PG_FUNCTION_ARGS) { return pg::digest_agg_final(fcinfo); }
-Datum idem__digest_sample_agg_add(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_transition(fcinfo); }
-Datum idem__digest_sample_agg_combine(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_combine(fcinfo); }
-Datum idem__digest_sample_agg_serialize(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_serialize(fcinfo); }
-Datum idem__digest_sample_agg_deserialize(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_deserialize(fcinfo); }
-Datum idem__digest_sample_agg_final(PG_FUNCTION_ARGS) { return pg::digest_sample_agg_final(fcinfo); }
+Datum idem__digest_agg_add(PG_FUNCTION_ARGS)
+{
+    return pg::digest_agg_transition(fcinfo);
+}
+Datum idem__digest_agg_combine(PG_FUNCTION_ARGS)
+{
+    return pg::digest_agg_combine(fcinfo);
+}
+Datum idem__digest_agg_serialize(PG_FUNCTION_ARGS)
+{
+    return pg::digest_agg_serialize(fcinfo);
+}
+Datum idem__digest_agg_deserialize(PG_FUNCTION_ARGS)
+{
+    return pg::digest_agg_deserialize(fcinfo);
+}
+Datum idem__digest_agg_final(PG_FUNCTION_ARGS)
+{
+    return pg::digest_agg_final(fcinfo);
+}
+Datum idem__digest_sample_agg_add(PG_FUNCTION_ARGS)
+{
+    return pg::digest_sample_agg_transition(fcinfo);
+}
+Datum idem__digest_sample_agg_combine(PG_FUNCTION_ARGS)
+{
+    return pg::digest_sample_agg_combine(fcinfo);
+}
+Datum idem__digest_sample_agg_serialize(PG_FUNCTION_ARGS)
+{
+    return pg::digest_sample_agg_serialize(fcinfo);
+}
+Datum idem__digest_sample_agg_deserialize(PG_FUNCTION_ARGS)
+{
+    return pg::digest_sample_agg_deserialize(fcinfo);
+}
+Datum idem__digest_sample_agg_final(PG_FUNCTION_ARGS)
+{
+    return pg::digest_sample_agg_final(fcinfo);
+}
 
 Datum idem__row_digest(PG_FUNCTION_ARGS)
 {
@@ -233,7 +262,8 @@ Datum idem_claim_many(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "keys");
         pg::require_arg(fcinfo, 1, "scope");
-        pg_idempotent::claim_many(pg::ResultSet(fcinfo), *pg::arg_text_array(fcinfo, 0, "keys"), *pg::arg_text(fcinfo, 1));
+        pg_idempotent::claim_many(pg::ResultSet(fcinfo), *pg::arg_text_array(fcinfo, 0, "keys"),
+                                  *pg::arg_text(fcinfo, 1));
         return Datum(0);
     });
 }
@@ -397,8 +427,8 @@ Datum idem_gaps(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "job");
-        pg_idempotent::gaps(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1), pg::arg_value(fcinfo, 2),
-                            pg::arg_value(fcinfo, 3));
+        pg_idempotent::gaps(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), pg::arg_value(fcinfo, 1),
+                            pg::arg_value(fcinfo, 2), pg::arg_value(fcinfo, 3));
         return Datum(0);
     });
 }
@@ -411,9 +441,9 @@ Datum idem_assert_rerun_safe(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 2, "runs");
         pg::require_arg(fcinfo, 3, "exclude_columns");
         pg::require_arg(fcinfo, 4, "rollback");
-        pg_idempotent::assert_rerun_safe(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), pg::arg_oid_array(fcinfo, 1, "tables"),
-                                         *pg::arg_int4(fcinfo, 2), *pg::arg_text_array(fcinfo, 3, "exclude_columns"),
-                                         *pg::arg_bool(fcinfo, 4));
+        pg_idempotent::assert_rerun_safe(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0),
+                                         pg::arg_oid_array(fcinfo, 1, "tables"), *pg::arg_int4(fcinfo, 2),
+                                         *pg::arg_text_array(fcinfo, 3, "exclude_columns"), *pg::arg_bool(fcinfo, 4));
         return Datum(0);
     });
 }
@@ -471,8 +501,8 @@ Datum idem_purge_tombstones(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         if (PG_ARGISNULL(0) || PG_ARGISNULL(1))  // the message 0.6.0 gave
             throw pg::UserError(pg::sqlstate::kNullValueNotAllowed, "target and older_than must not be NULL");
-        return Int64GetDatum(pg_idempotent::purge_tombstones(*pg::arg_oid(fcinfo, 0),
-                                                             *pg::arg_interval_text(fcinfo, 1)));
+        return Int64GetDatum(
+            pg_idempotent::purge_tombstones(*pg::arg_oid(fcinfo, 0), *pg::arg_interval_text(fcinfo, 1)));
     });
 }
 
@@ -498,9 +528,8 @@ Datum idem_pin(PG_FUNCTION_ARGS)
 
 Datum idem__canonical_text(PG_FUNCTION_ARGS)
 {
-    return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        return pg::text_result(pg::canonical_text(pg::arg_value(fcinfo, 0)));
-    });
+    return pg::cpp_entry(fcinfo,
+                         [&]() -> Datum { return pg::text_result(pg::canonical_text(pg::arg_value(fcinfo, 0))); });
 }
 
 Datum idem__from_canonical(PG_FUNCTION_ARGS)
@@ -519,8 +548,8 @@ Datum idem_replace_where(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "target");
         pg::require_arg(fcinfo, 1, "predicate");
         pg::require_arg(fcinfo, 2, "query");
-        pg_idempotent::replace_where(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
-                                     pg::arg_interval_text(fcinfo, 3));
+        pg_idempotent::replace_where(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), *pg::arg_text(fcinfo, 1),
+                                     *pg::arg_text(fcinfo, 2), pg::arg_interval_text(fcinfo, 3));
         return Datum(0);
     });
 }
@@ -539,15 +568,21 @@ static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
             value_text = pg::arg_text(fcinfo, 1);
         else
             value = pg::arg_value(fcinfo, 1);
-        pg_idempotent::overwrite_partition(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), value, value_text, *pg::arg_text(fcinfo, 2),
-                                           *pg::arg_text(fcinfo, 3), *pg::arg_bool(fcinfo, 4),
+        pg_idempotent::overwrite_partition(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), value, value_text,
+                                           *pg::arg_text(fcinfo, 2), *pg::arg_text(fcinfo, 3), *pg::arg_bool(fcinfo, 4),
                                            pg::arg_interval_text(fcinfo, 5));
         return Datum(0);
     });
 }
 
-Datum idem_overwrite_partition(PG_FUNCTION_ARGS) { return overwrite_entry(fcinfo, false); }
-Datum idem_overwrite_partition_text(PG_FUNCTION_ARGS) { return overwrite_entry(fcinfo, true); }
+Datum idem_overwrite_partition(PG_FUNCTION_ARGS)
+{
+    return overwrite_entry(fcinfo, false);
+}
+Datum idem_overwrite_partition_text(PG_FUNCTION_ARGS)
+{
+    return overwrite_entry(fcinfo, true);
+}
 
 Datum idem_swap_partition(PG_FUNCTION_ARGS)
 {
@@ -556,7 +591,8 @@ Datum idem_swap_partition(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 1, "staging");
         pg::require_arg(fcinfo, 2, "keep_old");
         return ObjectIdGetDatum(pg_idempotent::swap_partition(*pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
-                                                              *pg::arg_bool(fcinfo, 2), pg::arg_interval_text(fcinfo, 3)));
+                                                              *pg::arg_bool(fcinfo, 2),
+                                                              pg::arg_interval_text(fcinfo, 3)));
     });
 }
 

@@ -20,7 +20,7 @@ using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
 struct JobRow {
-    std::optional<std::uint32_t> type;   // fixed at the first value
+    std::optional<std::uint32_t> type;  // fixed at the first value
     std::optional<std::string> watermark;
 };
 
@@ -38,9 +38,10 @@ TypedValue require_value(TypedValue v, const char* what)
         throw UserError(sqlstate::kNullValueNotAllowed, std::string(what) + " must not be NULL");
     v.type = pg::trusted_state_type(v.type);
     if (!pg::type_is_ordered(v.type))
-        throw UserError(sqlstate::kUndefinedFunction, std::string(what) + " has type " + pg::type_display(v.type) +
-                                     ", which has no ordering",
-                        {}, "Watermarks need a type with a default btree ordering (bigint, numeric, date, timestamptz, text, pg_lsn...).");
+        throw UserError(
+            sqlstate::kUndefinedFunction,
+            std::string(what) + " has type " + pg::type_display(v.type) + ", which has no ordering", {},
+            "Watermarks need a type with a default btree ordering (bigint, numeric, date, timestamptz, text, pg_lsn...).");
     return v;
 }
 
@@ -100,8 +101,8 @@ void check_type(const std::string& job, const JobRow& row, std::uint32_t type)
 {
     if (row.type && *row.type != type) {
         throw UserError(sqlstate::kDatatypeMismatch,
-                        "job \"" + job + "\" keeps watermarks of type " + pg::type_display(*row.type) +
-                            ", not " + pg::type_display(type),
+                        "job \"" + job + "\" keeps watermarks of type " + pg::type_display(*row.type) + ", not " +
+                            pg::type_display(type),
                         "A job's type is fixed by its first value.",
                         "Cast the value to " + pg::type_display(*row.type) + ".");
     }
@@ -111,9 +112,10 @@ void store(pg::SpiSession& spi, const std::string& job, const TypedValue& value)
 {
     const std::string text = pg::canonical_text(value);
     pg::as_extension_owner([&] {
-        spi.query_saved("UPDATE idem.checkpoints c SET value_type = $2::pg_catalog.oid::pg_catalog.regtype,"
-                        " watermark = $3, updated_at = pg_catalog.now() WHERE c.job OPERATOR(pg_catalog.=) $1",
-                        {Param::of_text(job), Param::of_oid(value.type), Param::of_text(text)});
+        spi.query_saved(
+            "UPDATE idem.checkpoints c SET value_type = $2::pg_catalog.oid::pg_catalog.regtype,"
+            " watermark = $3, updated_at = pg_catalog.now() WHERE c.job OPERATOR(pg_catalog.=) $1",
+            {Param::of_text(job), Param::of_oid(value.type), Param::of_text(text)});
     });
 }
 
@@ -173,14 +175,13 @@ void advance(const std::string& job, const TypedValue& given, const std::optiona
         // Compare-and-set: the runner read `expected` (in the canonical text
         // that watermark() and lock_job() return); anything else now stored
         // means another runner moved the job meanwhile.
-        const bool same = row.watermark &&
-                          pg::compare_values(pg::parse_canonical(*expected, value.type),
-                                             pg::parse_canonical(*row.watermark, value.type)) == 0;
+        const bool same = row.watermark && pg::compare_values(pg::parse_canonical(*expected, value.type),
+                                                              pg::parse_canonical(*row.watermark, value.type)) == 0;
         if (!same)
-            throw UserError(sqlstate::kSerializationFailure,
-                            "watermark of job \"" + job + "\" is no longer " + *expected,
-                            "It is now " + row.watermark.value_or("unset") + ": another runner advanced it.",
-                            "This run is stale; its writes roll back with this error. Start over from the new watermark.");
+            throw UserError(
+                sqlstate::kSerializationFailure, "watermark of job \"" + job + "\" is no longer " + *expected,
+                "It is now " + row.watermark.value_or("unset") + ": another runner advanced it.",
+                "This run is stale; its writes roll back with this error. Start over from the new watermark.");
     }
     if (row.watermark) {
         const int c = pg::compare_values(value, pg::parse_canonical(*row.watermark, value.type));
@@ -207,9 +208,10 @@ void rewind(const std::string& job, const TypedValue& given)
     const std::string text = pg::canonical_text(value);
     const std::string who = pg::current_user_name();
     pg::as_extension_owner([&] {
-        spi.query_saved("INSERT INTO idem.checkpoint_log (job, action, old_value, new_value, by_role)"
-                        " VALUES ($1, 'rewind', $2, $3, $4)",
-                        {Param::of_text(job), Param::of_text(row.watermark), Param::of_text(text), Param::of_text(who)});
+        spi.query_saved(
+            "INSERT INTO idem.checkpoint_log (job, action, old_value, new_value, by_role)"
+            " VALUES ($1, 'rewind', $2, $3, $4)",
+            {Param::of_text(job), Param::of_text(row.watermark), Param::of_text(text), Param::of_text(who)});
     });
     store(spi, job, value);
     spi.finish();
@@ -254,8 +256,7 @@ void mark_window(const std::string& job, const TypedValue& lo_given, const Typed
     const TypedValue lo = require_value(lo_given, "lo");
     const TypedValue hi = require_value(hi_given, "hi");
     if (pg::compare_values(lo, hi) >= 0)
-        throw UserError(sqlstate::kInvalidParameterValue, "a window needs lo < hi",
-                        "Windows are half-open: [lo, hi).");
+        throw UserError(sqlstate::kInvalidParameterValue, "a window needs lo < hi", "Windows are half-open: [lo, hi).");
     pg::SpiSession spi;
     check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, true);
@@ -264,12 +265,14 @@ void mark_window(const std::string& job, const TypedValue& lo_given, const Typed
     const std::string hi_text = pg::canonical_text(hi);
     pg::as_extension_owner([&] {
         if (!row.type)
-            spi.query_saved("UPDATE idem.checkpoints c SET value_type = $2::pg_catalog.oid::pg_catalog.regtype"
-                            " WHERE c.job OPERATOR(pg_catalog.=) $1",
-                            {Param::of_text(job), Param::of_oid(lo.type)});
-        spi.query_saved("INSERT INTO idem.windows AS w (job, lo, hi) VALUES ($1, $2, $3)"
-                        " ON CONFLICT (job, lo, hi) DO UPDATE SET done_at = pg_catalog.now()",
-                        {Param::of_text(job), Param::of_text(lo_text), Param::of_text(hi_text)});
+            spi.query_saved(
+                "UPDATE idem.checkpoints c SET value_type = $2::pg_catalog.oid::pg_catalog.regtype"
+                " WHERE c.job OPERATOR(pg_catalog.=) $1",
+                {Param::of_text(job), Param::of_oid(lo.type)});
+        spi.query_saved(
+            "INSERT INTO idem.windows AS w (job, lo, hi) VALUES ($1, $2, $3)"
+            " ON CONFLICT (job, lo, hi) DO UPDATE SET done_at = pg_catalog.now()",
+            {Param::of_text(job), Param::of_text(lo_text), Param::of_text(hi_text)});
     });
     spi.finish();
 }
@@ -289,7 +292,8 @@ std::vector<Window> load_windows(pg::SpiSession& spi, const std::string& job, st
     });
     std::vector<Window> out;
     for (const auto& row : r.rows)
-        out.emplace_back(pg::parse_canonical(row[0].value_or(""), type), pg::parse_canonical(row[1].value_or(""), type));
+        out.emplace_back(pg::parse_canonical(row[0].value_or(""), type),
+                         pg::parse_canonical(row[1].value_or(""), type));
     std::sort(out.begin(), out.end(),
               [](const auto& a, const auto& b) { return pg::compare_values(a.first, b.first) < 0; });
     return out;
@@ -331,7 +335,8 @@ std::string numeric_series_sql(const TypedValue& from, const TypedValue& step, c
         throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
     const pg::TypeKind kind = pg::type_kind(from.type);
     if (kind != pg::TypeKind::kInteger && kind != pg::TypeKind::kBigint && kind != pg::TypeKind::kNumeric)
-        throw UserError(sqlstate::kUndefinedFunction, "a numeric step needs integer, bigint or numeric values, not " + type_name);
+        throw UserError(sqlstate::kUndefinedFunction,
+                        "a numeric step needs integer, bigint or numeric values, not " + type_name);
     return "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
            " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
            " WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
@@ -351,9 +356,9 @@ void require_positive_step(pg::SpiSession& spi, const TypedValue& step)
 void require_finite_range(pg::SpiSession& spi, const std::string& base, const TypedValue& from, const TypedValue& to,
                           const std::string& type_name)
 {
-    auto finite = spi.query("SELECT (pg_catalog.isfinite($1::" + base + ") AND pg_catalog.isfinite($2::" + base +
-                                "))::pg_catalog.text",
-                            {Param::of_value(from), Param::of_value(to)});
+    auto finite = spi.query(
+        "SELECT (pg_catalog.isfinite($1::" + base + ") AND pg_catalog.isfinite($2::" + base + "))::pg_catalog.text",
+        {Param::of_value(from), Param::of_value(to)});
     if (finite.rows.at(0).at(0) != std::optional<std::string>("true"))
         throw UserError(sqlstate::kInvalidParameterValue, "from_value and to_value must be finite",
                         "Windows are listed between two finite " + type_name + " values.");
@@ -367,8 +372,8 @@ pg::QueryResult candidate_windows(pg::SpiSession& spi, const std::string& series
         candidates = spi.query(series, {Param::of_value(from), Param::of_value(to), Param::of_value(step)});
     });
     if (candidates.rows.size() > 100000)
-        throw UserError(sqlstate::kProgramLimitExceeded, "more than 100000 windows between from_value and to_value",
-                        {}, "Use a larger step or a shorter range.");
+        throw UserError(sqlstate::kProgramLimitExceeded, "more than 100000 windows between from_value and to_value", {},
+                        "Use a larger step or a shorter range.");
     return candidates;
 }
 
@@ -426,9 +431,10 @@ void windows(const pg::ResultSet& out, const std::string& job)
     pg::QueryResult r;
     pg::as_extension_owner([&] {
         pg::with_canonical_settings([&] {
-            r = spi.query_saved("SELECT w.lo, w.hi, w.done_at::pg_catalog.text FROM idem.windows w"
-                                " WHERE w.job OPERATOR(pg_catalog.=) $1",
-                                {Param::of_text(job)});
+            r = spi.query_saved(
+                "SELECT w.lo, w.hi, w.done_at::pg_catalog.text FROM idem.windows w"
+                " WHERE w.job OPERATOR(pg_catalog.=) $1",
+                {Param::of_text(job)});
         });
     });
     struct Item {

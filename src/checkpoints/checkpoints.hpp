@@ -19,7 +19,7 @@ void rewind(const std::string& job, const pg::TypedValue& value);
 bool run_once(const std::string& job, const pg::TypedValue& value, const std::string& query);
 void mark_window(const std::string& job, const pg::TypedValue& lo, const pg::TypedValue& hi);
 void windows(const pg::ResultSet& out, const std::string& job);
-void gaps(const pg::ResultSet& out, const std::string& job, const pg::TypedValue& from,
-          const pg::TypedValue& to, const pg::TypedValue& step);
+void gaps(const pg::ResultSet& out, const std::string& job, const pg::TypedValue& from, const pg::TypedValue& to,
+          const pg::TypedValue& step);
 
 }  // namespace pg_idempotent

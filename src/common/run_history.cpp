@@ -63,10 +63,16 @@ void record_run(pg::SpiSession& spi, const RunClock& clock, const RunRecord& run
     const bool has_role_oid = sql_has(SqlFeature::kRunLogRoleOid);
     const std::int64_t micros = clock.elapsed_microseconds();
     const pg::Params params = {
-        pg::Param::of_text(run.function), pg::Param::of_text(capped(run.target)), pg::Param::of_text(capped(run.unit)),
-        pg::Param::of_text(run.action), pg::Param::of_text(counts_json(run.counts)),
-        pg::Param::of_text(run.rows_written ? std::optional<std::string>(std::to_string(*run.rows_written)) : std::nullopt),
-        pg::Param::of_text(role), pg::Param::of_int8(micros), pg::Param::of_oid(role_oid)};
+        pg::Param::of_text(run.function),
+        pg::Param::of_text(capped(run.target)),
+        pg::Param::of_text(capped(run.unit)),
+        pg::Param::of_text(run.action),
+        pg::Param::of_text(counts_json(run.counts)),
+        pg::Param::of_text(run.rows_written ? std::optional<std::string>(std::to_string(*run.rows_written))
+                                            : std::nullopt),
+        pg::Param::of_text(role),
+        pg::Param::of_int8(micros),
+        pg::Param::of_oid(role_oid)};
     pg::as_extension_owner([&] {
         if (has_role_oid)
             spi.query_saved(
@@ -94,8 +100,9 @@ void record_run(pg::SpiSession& spi, const RunClock& clock, const RunRecord& run
 std::int64_t purge_history(const std::string& older_than)
 {
     pg::SpiSession spi;
-    auto negative = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.<) '0'::pg_catalog.interval)::pg_catalog.text",
-                              {pg::Param::of_text(older_than)});
+    auto negative =
+        spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.<) '0'::pg_catalog.interval)::pg_catalog.text",
+                  {pg::Param::of_text(older_than)});
     if (negative.rows.at(0).at(0) == std::optional<std::string>("true"))
         throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "older_than must not be negative", {},
                             "Pass an age, such as '90 days'.");
@@ -112,7 +119,8 @@ std::int64_t purge_history(const std::string& older_than)
         deleted = spi.execute(
             "DELETE FROM idem.run_log l"
             " WHERE l.started_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1::pg_catalog.interval)"
-            "   AND ($2 OR " + whose + ")",
+            "   AND ($2 OR " +
+                whose + ")",
             {pg::Param::of_text(older_than), pg::Param::of_bool(superuser), pg::Param::of_oid(caller)});
     });
     spi.finish();

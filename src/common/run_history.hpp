@@ -19,10 +19,10 @@ class SpiSession;
 }
 
 struct RunRecord {
-    std::string function;              // "merge", "overwrite_partition", ...
-    std::string target;                // schema.name of the table, view or job: text, so it outlives OIDs
-    std::optional<std::string> unit;   // the unit of work: partition, predicate, version table, watermark
-    std::string action;                // what it did: "merged", "unchanged", "skipped", "swapped", ...
+    std::string function;             // "merge", "overwrite_partition", ...
+    std::string target;               // schema.name of the table, view or job: text, so it outlives OIDs
+    std::optional<std::string> unit;  // the unit of work: partition, predicate, version table, watermark
+    std::string action;               // what it did: "merged", "unchanged", "skipped", "swapped", ...
     std::vector<std::pair<std::string, std::int64_t>> counts;  // as a jsonb object, in this order
     // The rows the run inserted, updated or deleted; nullopt when it did not
     // count them (swap_partition: the caller wrote the staging table).

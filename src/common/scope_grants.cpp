@@ -53,16 +53,18 @@ void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& s
         bool allowed = false;
         // Grants without a kind are 0.6.0's (a newer module before ALTER
         // EXTENSION ... UPDATE): read as they were meant then.
-        const char* const sql = pg::column_exists("idem", "usage_grants", "kind")
-            ? "SELECT EXISTS (SELECT FROM idem.usage_grants g"
-              " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
-              " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text"
-            : "SELECT EXISTS (SELECT FROM idem.usage_grants g"
-              " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $4) AND $3 IS NOT NULL"
-              " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
+        const char* const sql =
+            pg::column_exists("idem", "usage_grants", "kind")
+                ? "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+                  " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
+                  " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text"
+                : "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+                  " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $4) AND $3 IS NOT NULL"
+                  " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
         pg::as_extension_owner([&] {
-            auto r = spi.query_saved(sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
-                                           Param::of_text(legacy_scope.value_or(scope))});
+            auto r = spi.query_saved(
+                sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
+                      Param::of_text(legacy_scope.value_or(scope))});
             allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
         });
         if (!allowed) {

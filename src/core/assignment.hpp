@@ -9,9 +9,9 @@
 namespace pg_idempotent::core {
 
 struct AssignmentTarget {
-    std::string name;           // quoted identifier
-    std::string type;           // schema-qualified target type, for CAST
-    std::string name_literal;   // the name as a quoted SQL literal, for messages
+    std::string name;          // quoted identifier
+    std::string type;          // schema-qualified target type, for CAST
+    std::string name_literal;  // the name as a quoted SQL literal, for messages
     // varchar(n), char(n), bit(n), varbit(n): an explicit CAST truncates where
     // an INSERT raises 22001, so these are converted by the type's length
     // coercion function with isExplicit = false, as an assignment is:

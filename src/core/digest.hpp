@@ -17,10 +17,7 @@ struct Digest128 {
     std::uint64_t hi = 0;
     std::uint64_t lo = 0;
 
-    friend bool operator==(const Digest128& a, const Digest128& b) noexcept
-    {
-        return a.hi == b.hi && a.lo == b.lo;
-    }
+    friend bool operator==(const Digest128& a, const Digest128& b) noexcept { return a.hi == b.hi && a.lo == b.lo; }
     friend bool operator!=(const Digest128& a, const Digest128& b) noexcept { return !(a == b); }
 };
 

@@ -9,10 +9,9 @@ namespace {
 
 // Per-round shift amounts and the sine-derived constants of RFC 1321.
 constexpr std::uint32_t kShift[64] = {
-    7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-    5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
-    4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-    6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+    7,  12, 17, 22, 7,  12, 17, 22, 7,  12, 17, 22, 7,  12, 17, 22, 5,  9,  14, 20, 5,  9,
+    14, 20, 5,  9,  14, 20, 5,  9,  14, 20, 4,  11, 16, 23, 4,  11, 16, 23, 4,  11, 16, 23,
+    4,  11, 16, 23, 6,  10, 15, 21, 6,  10, 15, 21, 6,  10, 15, 21, 6,  10, 15, 21,
 };
 
 constexpr std::uint32_t kSine[64] = {
@@ -26,7 +25,10 @@ constexpr std::uint32_t kSine[64] = {
     0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,
 };
 
-inline std::uint32_t rotate_left(std::uint32_t x, std::uint32_t n) noexcept { return (x << n) | (x >> (32 - n)); }
+inline std::uint32_t rotate_left(std::uint32_t x, std::uint32_t n) noexcept
+{
+    return (x << n) | (x >> (32 - n));
+}
 
 // One 64-byte block into the state.
 void block(std::uint32_t state[4], const unsigned char* p) noexcept

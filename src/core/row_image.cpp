@@ -16,7 +16,10 @@ struct RowHasher::State {
 };
 
 namespace {
-Digest128 from_xxh(XXH128_hash_t h) noexcept { return Digest128{h.high64, h.low64}; }
+Digest128 from_xxh(XXH128_hash_t h) noexcept
+{
+    return Digest128{h.high64, h.low64};
+}
 }  // namespace
 
 RowHasher::RowHasher() noexcept = default;

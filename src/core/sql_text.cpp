@@ -15,8 +15,7 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
     return out;
 }
 
-std::string select_columns(const std::vector<std::string>& quoted_columns,
-                           const std::string& qualified_relation)
+std::string select_columns(const std::vector<std::string>& quoted_columns, const std::string& qualified_relation)
 {
     return "SELECT " + join(quoted_columns) + " FROM " + qualified_relation;
 }
@@ -74,8 +73,8 @@ std::string retarget_definition(const std::string& definition, const std::string
     return definition.substr(0, at) + " ON " + to + " " + definition.substr(at + marker.size());
 }
 
-std::string index_definition_on(const std::string& definition, const std::string& quoted_index,
-                                const std::string& from, const std::string& to)
+std::string index_definition_on(const std::string& definition, const std::string& quoted_index, const std::string& from,
+                                const std::string& to)
 {
     for (const std::string kind : {"CREATE INDEX ", "CREATE UNIQUE INDEX "}) {
         const std::string prefix = kind + quoted_index + " ON " + from + " ";

@@ -13,8 +13,7 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 
 // "SELECT <columns> FROM <relation>"; an empty column list selects zero-column
 // rows, which still count.
-std::string select_columns(const std::vector<std::string>& quoted_columns,
-                           const std::string& qualified_relation);
+std::string select_columns(const std::vector<std::string>& quoted_columns, const std::string& qualified_relation);
 
 // name + suffix within PostgreSQL's 63-byte identifier limit: the name is cut
 // (never inside a UTF-8 character) so that the suffix survives whole.
@@ -32,8 +31,8 @@ std::string retarget_definition(const std::string& definition, const std::string
 // as an unnamed index on another table (PostgreSQL picks a free name):
 //   CREATE [UNIQUE] INDEX ON <table> USING ...
 // Returns "" when the definition does not start exactly that way.
-std::string index_definition_on(const std::string& definition, const std::string& quoted_index,
-                                const std::string& from, const std::string& to);
+std::string index_definition_on(const std::string& definition, const std::string& quoted_index, const std::string& from,
+                                const std::string& to);
 
 // A caller's statement as the body of a subquery in FROM: "(\n<statement>\n)",
 // without the trailing semicolons and white space it may end with. The new

@@ -114,7 +114,8 @@ void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
         throw UserError(sqlstate::kFingerprintMismatch,
                         "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
                             "\" was used for a different request",
-                        "It was claimed with fingerprint " + (row.fingerprint ? "\"" + *row.fingerprint + "\"" : std::string("NULL")) +
+                        "It was claimed with fingerprint " +
+                            (row.fingerprint ? "\"" + *row.fingerprint + "\"" : std::string("NULL")) +
                             ", this call has \"" + *request.fingerprint + "\".",
                         "A retry must send the same request; a new request needs a new key.");
     }
@@ -152,14 +153,12 @@ UserError leased_error(const ClaimRequest& request, const char* how)
 {
     return UserError(sqlstate::kLockNotAvailable,
                      "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope + "\" " + how,
-                     "idem.key_status shows until when.",
-                     "Retry after the lease expires, or let that worker finish.");
+                     "idem.key_status shows until when.", "Retry after the lease expires, or let that worker finish.");
 }
 
 // The frame of every per-key function: the arguments, the caller's grant,
 // then body on idem.keys as the extension owner.
-void on_key_state(const std::string& key, const std::string& scope,
-                  const std::function<void(pg::SpiSession&)>& body)
+void on_key_state(const std::string& key, const std::string& scope, const std::function<void(pg::SpiSession&)>& body)
 {
     require_text(key, "key");
     require_text(scope, "scope");
@@ -296,10 +295,11 @@ BatchHashes batch_hashes(const std::vector<std::string>& keys, const std::string
 // table), which grows with the square of the batch.
 void check_hashes_held(pg::SpiSession& spi, const std::string& scope, const BatchHashes& batch)
 {
-    auto held = spi.query("SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
-                          " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-                          " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
-                          {Param::of_text(scope), Param::of_text_array(batch.hashes)});
+    auto held = spi.query(
+        "SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
+        " WHERE k.scope OPERATOR(pg_catalog.=) $1"
+        " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
+        {Param::of_text(scope), Param::of_text_array(batch.hashes)});
     for (const auto& row : held.rows) {
         const std::string* key = batch.key_of_hash.at(row.at(0).value_or(""));
         if (row.at(1) != std::optional<std::string>(*key))
@@ -317,8 +317,9 @@ bool claim(const ClaimRequest& request)
     // pg::insert_claim_row needs none.
     pg::SpiSession spi{pg::SpiSession::Deferred{}};
     if (request.lease) {
-        auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
-                           {Param::of_text(request.lease)});
+        auto r = spi.query(
+            "SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
+            {Param::of_text(request.lease)});
         if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
             throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
     }
@@ -376,8 +377,8 @@ void complete(const std::string& key, const std::optional<std::string>& result_j
         auto row = lookup(spi, scope, key);
         if (!row)
             throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" was never claimed",
-                            {}, "Call idem.claim first, in this transaction or with a lease.");
+                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" was never claimed", {},
+                            "Call idem.claim first, in this transaction or with a lease.");
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                         "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is already complete",
                         "An earlier transaction completed it; its result stays as it was.");
@@ -387,11 +388,11 @@ void complete(const std::string& key, const std::optional<std::string>& result_j
 void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope)
 {
     on_key_state(key, scope, [&](pg::SpiSession& spi) {
-        auto saved = spi.query_saved(
-            std::string("UPDATE idem.keys k SET recovery_point = $3,"
-                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
-                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress' RETURNING true",
-            {Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)});
+        auto saved =
+            spi.query_saved(std::string("UPDATE idem.keys k SET recovery_point = $3,"
+                                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
+                                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress' RETURNING true",
+                            {Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)});
         if (saved.rows.empty())
             throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                             "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is not in progress",
@@ -475,8 +476,9 @@ std::int64_t purge_keys(const std::string& older_than, const std::optional<std::
 {
     pg::SpiSession spi;
     {
-        auto r = spi.query("SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval)::pg_catalog.text",
-                           {Param::of_text(older_than)});
+        auto r = spi.query(
+            "SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval)::pg_catalog.text",
+            {Param::of_text(older_than)});
         if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
             throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative");
     }
@@ -484,8 +486,8 @@ std::int64_t purge_keys(const std::string& older_than, const std::optional<std::
         require_text(*scope, "scope");
         check_scope_usage(spi, ScopeKind::kKeys, *scope);
     } else if (!pg::current_user_is_superuser()) {
-        throw UserError(sqlstate::kInsufficientPrivilege, "only a superuser may purge keys of every scope",
-                        {}, "Pass the scope to purge.");
+        throw UserError(sqlstate::kInsufficientPrivilege, "only a superuser may purge keys of every scope", {},
+                        "Pass the scope to purge.");
     }
     std::int64_t n = 0;
     pg::as_extension_owner([&] {

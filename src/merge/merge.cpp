@@ -35,7 +35,8 @@ std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOpti
         for (const auto& ix : indexes)
             if (ix.primary)
                 return ix.columns;
-        throw UserError(sqlstate::kObjectNotInPrerequisiteState, "relation \"" + target.display + "\" has no primary key",
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "relation \"" + target.display + "\" has no primary key",
                         "idem.merge matches rows on a key: the primary key by default.",
                         "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
     }
@@ -48,8 +49,8 @@ std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOpti
             throw UserError(sqlstate::kDuplicateColumn, "key column \"" + k + "\" is named more than once");
         if (find_column(target.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
-                            "key column \"" + k + "\" does not exist in \"" + target.display + "\"",
-                            {}, "Column names are matched exactly, case included.");
+                            "key column \"" + k + "\" does not exist in \"" + target.display + "\"", {},
+                            "Column names are matched exactly, case included.");
     }
     return key;
 }
@@ -69,8 +70,7 @@ void require_unique_index(const pg::Relation& target, const std::vector<std::str
     for (const auto& k : key)
         quoted.push_back(pg::quote_ident(k));
     throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                    "no unique index on \"" + target.display + "\" covers exactly the key (" +
-                        core::join(key) + ")",
+                    "no unique index on \"" + target.display + "\" covers exactly the key (" + core::join(key) + ")",
                     "A merge needs a unique index or primary key on exactly the key columns (valid, "
                     "not deferrable, not partial, no expressions) to find each row and to insert safely "
                     "under concurrency.",
@@ -203,17 +203,20 @@ void plan_insert_columns(core::MergeSpec& spec, const SourceShape& src, const pg
         if (tc == nullptr) {
             if (options.columns)
                 continue;  // with columns given, extra source columns are ignored
-            throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + sc.name + "\" of the source does not exist in \"" + target.display + "\"",
-                            "Every source column is written unless columns is given; a column the target lacks is schema drift.",
-                            "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].");
+            throw UserError(
+                sqlstate::kUndefinedColumn,
+                "column \"" + sc.name + "\" of the source does not exist in \"" + target.display + "\"",
+                "Every source column is written unless columns is given; a column the target lacks is schema drift.",
+                "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].");
         }
         if (tc->generated != '\0')
             continue;  // generated columns are computed by the target, never written
         if (tc->identity == 'a' && !spec.override_identity) {
-            throw UserError(sqlstate::kGeneratedAlways, "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
-                            "idem.merge does not silently override identity values.",
-                            "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
+            throw UserError(
+                sqlstate::kGeneratedAlways,
+                "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
+                "idem.merge does not silently override identity values.",
+                "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
         }
         if (!pg::can_assign(sc.type_oid, tc->type_oid)) {
             throw UserError(sqlstate::kDatatypeMismatch,
@@ -244,9 +247,11 @@ void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, co
             throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns");
         const pg::Column* tc = find_column(target.columns, c);
         if (tc == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
         if (find_column(src.columns, c) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "column \"" + c + "\" named in columns is missing from the source");
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "column \"" + c + "\" named in columns is missing from the source");
         if (std::find(key.begin(), key.end(), c) != key.end())
             throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in columns",
                             "Keys identify rows; they are never updated.");
@@ -338,8 +343,7 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, const MergeOpt
 
 }  // namespace
 
-void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource& source,
-           const MergeOptions& options)
+void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource& source, const MergeOptions& options)
 {
     const RunClock clock;
     pg::SpiSession spi;

@@ -28,7 +28,6 @@ struct MergeOptions {
 };
 
 // Runs the merge and returns its one row of counts as the result set.
-void merge(const pg::ResultSet& out, std::uint32_t target, const MergeSource& source,
-           const MergeOptions& options);
+void merge(const pg::ResultSet& out, std::uint32_t target, const MergeSource& source, const MergeOptions& options);
 
 }  // namespace pg_idempotent

@@ -144,8 +144,8 @@ std::string source_row_digest(const MergeSpec& s)
 std::string tops_cte(const MergeSpec& s)
 {
     const std::string k = key_list(s, "src");
-    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.max(src." + s.version->name + ") AS top FROM src GROUP BY " +
-           k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
+    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.max(src." + s.version->name +
+           ") AS top FROM src GROUP BY " + k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
 }
 
 // dups: a key whose rows differ (at its highest version).
@@ -156,8 +156,8 @@ std::string dups_cte(const MergeSpec& s)
         " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " + source_row_digest(s) + ") " + kGt + " 1 LIMIT 1)";
     if (!s.version)
         return "dups AS MATERIALIZED (SELECT " + k + " FROM src" + differ;
-    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s, "src", "tops") + " AND src." +
-           s.version->name + " " + s.version_eq + " tops.top" + differ;
+    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s, "src", "tops") +
+           " AND src." + s.version->name + " " + s.version_eq + " tops.top" + differ;
 }
 
 // The WHENs of checks, one per key column: a NULL key raises 23502.
@@ -166,7 +166,8 @@ std::string null_key_checks(const MergeSpec& s)
     std::string c;
     for (std::size_t i = 0; i < s.keys.size(); ++i) {
         const std::string n = "st.null_" + std::to_string(i);
-        c += " WHEN " + n + " " + kGt + " 0 THEN idem._raise('23502', pg_catalog.format("
+        c += " WHEN " + n + " " + kGt +
+             " 0 THEN idem._raise('23502', pg_catalog.format("
              "'null value in key column %s of the source', pg_catalog.quote_ident(" +
              s.keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " + n +
              ", pg_catalog.quote_ident(" + s.keys[i].name_literal +
@@ -177,9 +178,11 @@ std::string null_key_checks(const MergeSpec& s)
 
 std::string null_version_check(const MergeSpec& s)
 {
-    return " WHEN st.null_version " + std::string(kGt) + " 0 THEN idem._raise('23502', pg_catalog.format("
+    return " WHEN st.null_version " + std::string(kGt) +
+           " 0 THEN idem._raise('23502', pg_catalog.format("
            "'null value in version column %s of the source', pg_catalog.quote_ident(" +
-           s.version->name_literal + ")), pg_catalog.format('%s source rows have no version.', st.null_version), "
+           s.version->name_literal +
+           ")), pg_catalog.format('%s source rows have no version.', st.null_version), "
            "'Every source row needs a version when version_column is given.')\n";
 }
 
@@ -196,7 +199,8 @@ std::string duplicate_check(const MergeSpec& s)
 
 std::string empty_source_check()
 {
-    return " WHEN st.n " + std::string(kEq) + " 0 THEN idem._raise('22023', "
+    return " WHEN st.n " + std::string(kEq) +
+           " 0 THEN idem._raise('22023', "
            "'the source is empty and delete_missing would delete every target row in scope', "
            "'An empty snapshot usually means a failed extract.', "
            "'Pass allow_empty => true if the source is really empty.')\n";
@@ -276,8 +280,8 @@ std::string action_case(const MergeSpec& s)
 // comparisons included, in the filter and again in the list).
 std::string plan_cte(const MergeSpec& s)
 {
-    std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, " + action_case(s) + "\n FROM dedup d LEFT JOIN " +
-                    s.target + " AS t ON " + keys_match(s, "t", "d");
+    std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, " + action_case(s) +
+                    "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
     if (s.tombstones)
         p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
              digest_of(s.keys, "d", false);
@@ -292,7 +296,8 @@ std::string checks2_cte(const MergeSpec& s)
     return "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " + action_is("p", kConflict) +
            ") THEN (SELECT idem._raise('21000', "
            "'a source row has the same version as the target row but different content', "
-           "pg_catalog.format('Key %s has version %s in both.', " + key_text(s, "p") + ", p." + s.version->name +
+           "pg_catalog.format('Key %s has version %s in both.', " +
+           key_text(s, "p") + ", p." + s.version->name +
            "::pg_catalog.text), 'A changed row needs a higher version.') FROM plan p WHERE " +
            action_is("p", kConflict) + " LIMIT 1) ELSE true END AS ok)";
 }
@@ -315,7 +320,10 @@ std::string tally_cte()
            action_count(kDeleteAbsent) + " AS absent FROM plan p)";
 }
 
-std::string unchanged_in_plan() { return "ta.n " + std::string(kMinus) + " ta.kept " + kPlus + " ta.absent"; }
+std::string unchanged_in_plan()
+{
+    return "ta.n " + std::string(kMinus) + " ta.kept " + kPlus + " ta.absent";
+}
 
 // The target rows in scope whose key the source lacks (delete_missing).
 std::string missing_where(const MergeSpec& s)
@@ -413,8 +421,9 @@ std::string upd_cte(const MergeSpec& s)
         upd.push_back(c.name);
         vals.push_back("p." + c.name);
     }
-    return "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) + ") FROM lck AS p WHERE " +
-           action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + not_older(s, "p") + " RETURNING 1)";
+    return "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
+           ") FROM lck AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + not_older(s, "p") +
+           " RETURNING 1)";
 }
 
 // del: the source's deletes (delete_column).
@@ -442,10 +451,17 @@ std::string tomb_cte(const MergeSpec& s)
     if (!s.tombstones)
         return "tomb AS (SELECT 0 AS n)";
     return "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"
-           " pg_catalog.array_agg(" + digest_of(s.keys, "p", false) + "),"
-           " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" + key_list(s, "p") + ")),"
-           " pg_catalog.array_agg(idem._canonical_text(p." + s.version->name + "))) AS n"
-           " FROM plan p WHERE p." + std::string(kAction) +
+           " pg_catalog.array_agg(" +
+           digest_of(s.keys, "p", false) +
+           "),"
+           " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" +
+           key_list(s, "p") +
+           ")),"
+           " pg_catalog.array_agg(idem._canonical_text(p." +
+           s.version->name +
+           "))) AS n"
+           " FROM plan p WHERE p." +
+           std::string(kAction) +
            " OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))";
 }
 
@@ -453,15 +469,16 @@ std::string tomb_cte(const MergeSpec& s)
 // write that did not happen (a newer version committed meanwhile) is stale.
 std::string counts(const MergeSpec& s)
 {
-    const std::string stale_meanwhile =
-        s.version ? " " + std::string(kPlus) + " ta.to_update " + kMinus + " " + count_where("upd") + " " + kPlus +
-                        " ta.to_delete " + kMinus + " " + count_where("del")
-                  : std::string();
+    const std::string stale_meanwhile = s.version ? " " + std::string(kPlus) + " ta.to_update " + kMinus + " " +
+                                                        count_where("upd") + " " + kPlus + " ta.to_delete " + kMinus +
+                                                        " " + count_where("del")
+                                                  : std::string();
     return "SELECT " + count_where("ins", "fresh") + "::pg_catalog.int8 AS inserted,\n (" + count_where("upd") + " " +
            kPlus + " " + count_where("ins", "NOT fresh") + ")::pg_catalog.int8 AS updated,\n (" + count_where("del") +
            " " + kPlus + " " + count_where("miss") + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan() + " " +
-           kPlus + " ta.to_insert " + kMinus + " " + count_where("ins") + ")::pg_catalog.int8 AS unchanged,\n (ta.stale" +
-           stale_meanwhile + ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb, tally ta";
+           kPlus + " ta.to_insert " + kMinus + " " + count_where("ins") +
+           ")::pg_catalog.int8 AS unchanged,\n (ta.stale" + stale_meanwhile +
+           ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb, tally ta";
 }
 
 std::string with(const std::vector<std::string>& ctes, const std::string& select)

@@ -48,25 +48,25 @@ enum MergeAction : int {
 };
 
 struct MergeSpec {
-    std::string target;                      // qualified, quoted
-    std::string source_sql;                  // a SELECT (relation) or the caller's query
-    std::vector<MergeColumn> keys;           // key columns (also in insert_columns)
-    std::vector<std::string> key_eq;         // equality operator per key
-    std::vector<MergeColumn> insert_columns; // everything an insert writes
-    std::vector<MergeColumn> update_columns; // what an update writes (no key)
+    std::string target;                       // qualified, quoted
+    std::string source_sql;                   // a SELECT (relation) or the caller's query
+    std::vector<MergeColumn> keys;            // key columns (also in insert_columns)
+    std::vector<std::string> key_eq;          // equality operator per key
+    std::vector<MergeColumn> insert_columns;  // everything an insert writes
+    std::vector<MergeColumn> update_columns;  // what an update writes (no key)
     std::optional<MergeColumn> version;
-    std::string version_lt, version_eq;      // operators of the version type
+    std::string version_lt, version_eq;        // operators of the version type
     std::optional<std::string> delete_column;  // quoted source column (boolean)
     bool delete_missing = false;
-    std::optional<std::string> delete_scope;   // caller predicate over the target
+    std::optional<std::string> delete_scope;  // caller predicate over the target
     bool allow_empty = false;
     bool dry_run = false;
-    bool check_nulls = true;        // false when the source's key columns are NOT NULL
-    bool check_duplicates = true;   // false when the source is unique on the key
-    bool override_identity = false; // OVERRIDING SYSTEM VALUE on insert
-    bool tombstones = false;        // version + delete_column: read and write tombstones
-    bool partitioned = false;       // no xmax in RETURNING on a partitioned table
-    std::string version_type;       // schema-qualified, for the tombstone read
+    bool check_nulls = true;         // false when the source's key columns are NOT NULL
+    bool check_duplicates = true;    // false when the source is unique on the key
+    bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
+    bool tombstones = false;         // version + delete_column: read and write tombstones
+    bool partitioned = false;        // no xmax in RETURNING on a partitioned table
+    std::string version_type;        // schema-qualified, for the tombstone read
 };
 
 // The statement; its single result row is (inserted, updated, deleted,

@@ -39,7 +39,8 @@ std::int64_t put_tombstones(std::uint32_t target, const pg::TypedValue& key_dige
             "                 pg_catalog.unnest($4::pg_catalog.text[])) AS u(d, k, v)"
             " ON CONFLICT (target, key_digest) DO UPDATE"
             " SET version = EXCLUDED.version, key_data = EXCLUDED.key_data, deleted_at = pg_catalog.now()",
-            {Param::of_oid(target), Param::of_value(key_digests), Param::of_value(key_data), Param::of_value(versions)});
+            {Param::of_oid(target), Param::of_value(key_digests), Param::of_value(key_data),
+             Param::of_value(versions)});
     });
     spi.finish();
     return static_cast<std::int64_t>(written);

@@ -60,10 +60,11 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
             writable.push_back(c);
     const auto cols = pg::describe_query(query);
     if (cols.size() != writable.size())
-        throw UserError(sqlstate::kDatatypeMismatch,
-                        "the query returns " + std::to_string(cols.size()) + " columns and \"" + target.display +
-                            "\" has " + std::to_string(writable.size()),
-                        "Columns map by position, as in INSERT INTO t SELECT ...; every (non-generated) column needs a value.");
+        throw UserError(
+            sqlstate::kDatatypeMismatch,
+            "the query returns " + std::to_string(cols.size()) + " columns and \"" + target.display + "\" has " +
+                std::to_string(writable.size()),
+            "Columns map by position, as in INSERT INTO t SELECT ...; every (non-generated) column needs a value.");
     ConvertedQuery converted;
     converted.query = query;
     bool immutable = true;
@@ -75,11 +76,12 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
                             {}, "Cast the column in the query.");
         // As INSERT converts it (an assignment): a value too long for
         // varchar(n) raises 22001, where CAST would cut it.
-        converted.casts.push_back(core::cast_to_target("q.c" + std::to_string(i + 1), pg::assignment_target(writable[i])));
+        converted.casts.push_back(
+            core::cast_to_target("q.c" + std::to_string(i + 1), pg::assignment_target(writable[i])));
         converted.names.push_back(pg::quote_ident(writable[i].name));
-        immutable = immutable && preimage &&
-                    pg::conversion_is_immutable(cols[i].type_oid, cols[i].typmod, writable[i].type_oid,
-                                                writable[i].typmod);
+        immutable =
+            immutable && preimage &&
+            pg::conversion_is_immutable(cols[i].type_oid, cols[i].typmod, writable[i].type_oid, writable[i].typmod);
         converted.preimage_shape += std::to_string(cols[i].type_oid) + ":" + std::to_string(cols[i].typmod) + ";";
     }
     if (!immutable || cols.empty())
@@ -128,7 +130,7 @@ std::string rows_digest(pg::SpiSession& spi, const pg::Relation& shape, const st
 // query returned them (kept in the record if they are written): both from
 // one pass over the query, so they describe the same rows.
 struct IncomingRows {
-    std::string cast;                        // digest of ConvertedQuery::rows()
+    std::string cast;                       // digest of ConvertedQuery::rows()
     std::optional<QueryPreimage> preimage;  // the query's own rows
 };
 
@@ -143,7 +145,8 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
         // Two aggregates, so PostgreSQL may share the pass among parallel
         // workers: "<digest> <sample>" of the query's rows, and the digest of
         // their casts.
-        auto r = spi.query(core::sampled_digest_and_digest_sql(converted.query, converted.casts.size(), converted.casts));
+        auto r =
+            spi.query(core::sampled_digest_and_digest_sql(converted.query, converted.casts.size(), converted.casts));
         const std::string sampled = r.rows.at(0).at(0).value_or("");
         const std::size_t space = sampled.find(' ');
         in.preimage = QueryPreimage{converted.preimage_shape, sampled.substr(0, space),
@@ -162,7 +165,8 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
     targets.digest = &raw;
     targets.split = static_cast<int>(converted.casts.size());
     targets.second = &cast;
-    pg::digest_statement_rows_into(spi, core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts), targets);
+    pg::digest_statement_rows_into(
+        spi, core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts), targets);
     in.preimage = QueryPreimage{converted.preimage_shape, raw.text(), ""};
     in.cast = cast.text();
     return in;
@@ -204,11 +208,12 @@ std::optional<QueryPreimage> preimage_of(const std::string& written, const Incom
 // same keys are back.
 bool referenced_by_foreign_keys(pg::SpiSession& spi, std::uint32_t rel)
 {
-    auto r = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint c"
-                       " WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.confrelid OPERATOR(pg_catalog.=) ANY ("
-                       "  SELECT a.relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors($1::pg_catalog.regclass) a"
-                       "  UNION ALL SELECT $1))::pg_catalog.text",
-                       {Param::of_oid(rel)});
+    auto r = spi.query(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint c"
+        " WHERE c.contype OPERATOR(pg_catalog.=) 'f' AND c.confrelid OPERATOR(pg_catalog.=) ANY ("
+        "  SELECT a.relid::pg_catalog.oid FROM pg_catalog.pg_partition_ancestors($1::pg_catalog.regclass) a"
+        "  UNION ALL SELECT $1))::pg_catalog.text",
+        {Param::of_oid(rel)});
     return r.rows.at(0).at(0).value_or("true") == "true";
 }
 
@@ -222,7 +227,6 @@ std::int64_t count_of(pg::SpiSession& spi, const std::string& sql)
     auto r = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + sql + ") AS c");
     return std::stoll(r.rows.at(0).at(0).value_or("0"));
 }
-
 
 Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, const std::string& key_column,
                             const std::string& key_cast, const Param& key_param)
@@ -243,11 +247,12 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
     if (found)
         return std::move(*found);
     auto shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param});
-    throw UserError(sqlstate::kCheckViolation,
-                    "no partition of \"" + parent.display + "\" holds " + key_column + " = " +
-                        shown.rows.at(0).at(0).value_or("NULL") +
-                        (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
-                    {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
+    throw UserError(
+        sqlstate::kCheckViolation,
+        "no partition of \"" + parent.display + "\" holds " + key_column + " = " +
+            shown.rows.at(0).at(0).value_or("NULL") +
+            (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
+        {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
 }
 
 // What an INSERT ... RETURNING stored: the digest of its rows and, when it
@@ -327,8 +332,10 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
         [&] {
             written = digest_inserted(spi,
                                       "WITH idem_deleted AS (DELETE FROM " + part.rel.qualified + " RETURNING 1) " +
-                                          insert + "SELECT * FROM (" + rows + ") AS r WHERE (SELECT pg_catalog.count(*)"
-                                          " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" + returning,
+                                          insert + "SELECT * FROM (" + rows +
+                                          ") AS r WHERE (SELECT pg_catalog.count(*)"
+                                          " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" +
+                                          returning,
                                       with_stamp);
         });
     if (failed) {
@@ -350,15 +357,18 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
 {
     const std::string staging_name = core::identifier_with_suffix(part.rel.name, "__idem_staging");
     const std::string staging = pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging_name);
-    auto ts = spi.query("SELECT COALESCE((SELECT ' TABLESPACE ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(t.spcname)"
-                        " FROM pg_catalog.pg_tablespace t WHERE t.oid OPERATOR(pg_catalog.=) c.reltablespace), '')"
-                        " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
-                        {Param::of_oid(part.rel.oid)});
+    auto ts = spi.query(
+        "SELECT COALESCE((SELECT ' TABLESPACE ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(t.spcname)"
+        " FROM pg_catalog.pg_tablespace t WHERE t.oid OPERATOR(pg_catalog.=) c.reltablespace), '')"
+        " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        {Param::of_oid(part.rel.oid)});
     spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging + " (LIKE " +
-                part.rel.qualified + " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
+                part.rel.qualified +
+                " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
                 ts.rows.at(0).at(0).value_or(""));
-    const core::MultisetDigest written = pg::digest_statement_rows(spi, "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " +
-                                                         rows + " RETURNING " + insert_columns(parent));
+    const core::MultisetDigest written =
+        pg::digest_statement_rows(spi, "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + rows +
+                                           " RETURNING " + insert_columns(parent));
     auto oid = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(staging)});
     const auto staging_oid = static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0")));
     swap_into(spi, part, staging_oid, keep_old, lock_timeout, "the query");
@@ -393,11 +403,11 @@ void require_rows_in_unit(pg::SpiSession& spi, const pg::Relation& target, const
     const std::string rows_named = "SELECT * FROM (" + rows + ") AS " + pg::quote_ident(target.name);
     const std::int64_t outside = count_of(spi, rows_named + " WHERE NOT COALESCE((" + predicate + "\n), false)");
     if (outside > 0)
-        throw UserError(sqlstate::kCheckViolation,
-                        std::to_string(outside) + " rows of the query do not satisfy the predicate of \"" +
-                            target.display + "\"",
-                        "The predicate was: " + predicate,
-                        "Every inserted row must belong to the unit of work it replaces; nothing was changed.");
+        throw UserError(
+            sqlstate::kCheckViolation,
+            std::to_string(outside) + " rows of the query do not satisfy the predicate of \"" + target.display + "\"",
+            "The predicate was: " + predicate,
+            "Every inserted row must belong to the unit of work it replaces; nothing was changed.");
 }
 
 // replace_where's write (delete_then_insert): how many rows went and came.
@@ -413,16 +423,18 @@ std::pair<std::int64_t, std::int64_t> replace_unit(pg::SpiSession& spi, const pg
         !referenced_by_foreign_keys(spi, target.oid),
         [&] {
             deleted = static_cast<std::int64_t>(spi.execute("DELETE FROM " + target.qualified + where));
-            const core::MultisetDigest written = pg::digest_statement_rows(spi, insert + " RETURNING " + insert_columns(target));
+            const core::MultisetDigest written =
+                pg::digest_statement_rows(spi, insert + " RETURNING " + insert_columns(target));
             if (written.text() != incoming)
                 throw QueryChangedUnderfoot{};
             inserted = static_cast<std::int64_t>(written.count());
         },
         [&] {
-            const pg::QueryResult both = spi.query(
-                "WITH idem_deleted AS (DELETE FROM " + target.qualified + where + " RETURNING 1), idem_inserted AS (" +
-                insert + " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted), (SELECT"
-                " pg_catalog.count(*) FROM idem_inserted)");
+            const pg::QueryResult both =
+                spi.query("WITH idem_deleted AS (DELETE FROM " + target.qualified + where +
+                          " RETURNING 1), idem_inserted AS (" + insert +
+                          " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted), (SELECT"
+                          " pg_catalog.count(*) FROM idem_inserted)");
             deleted = std::stoll(both.rows.at(0).at(0).value_or("0"));
             inserted = std::stoll(both.rows.at(0).at(1).value_or("0"));
         });
@@ -440,13 +452,14 @@ struct PartitionKey {
 
 PartitionKey partition_key(pg::SpiSession& spi, const pg::Relation& parent)
 {
-    auto key = spi.query("SELECT pt.partnatts::pg_catalog.text, a.attname::pg_catalog.text,"
-                         " a.atttypid::pg_catalog.text"
-                         " FROM pg_catalog.pg_partitioned_table pt"
-                         " LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) pt.partrelid"
-                         "  AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0]"
-                         " WHERE pt.partrelid OPERATOR(pg_catalog.=) $1",
-                         {Param::of_oid(parent.oid)});
+    auto key = spi.query(
+        "SELECT pt.partnatts::pg_catalog.text, a.attname::pg_catalog.text,"
+        " a.atttypid::pg_catalog.text"
+        " FROM pg_catalog.pg_partitioned_table pt"
+        " LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) pt.partrelid"
+        "  AND a.attnum OPERATOR(pg_catalog.=) pt.partattrs[0]"
+        " WHERE pt.partrelid OPERATOR(pg_catalog.=) $1",
+        {Param::of_oid(parent.oid)});
     const auto& krow = key.rows.at(0);
     if (krow[0] != std::optional<std::string>("1") || !krow[1])
         throw UserError(sqlstate::kFeatureNotSupported, "overwrite_partition needs a partition key of one column",
@@ -457,16 +470,17 @@ PartitionKey partition_key(pg::SpiSession& spi, const pg::Relation& parent)
 
 // The value as a parameter of the key's type (the text overload casts, as
 // the caller would).
-Param key_value_param(const PartitionKey& key, const pg::TypedValue& value, const std::optional<std::string>& value_text)
+Param key_value_param(const PartitionKey& key, const pg::TypedValue& value,
+                      const std::optional<std::string>& value_text)
 {
     if (value_text)
         return Param::of_text(*value_text);
     if (value.is_null)
         throw UserError(sqlstate::kNullValueNotAllowed, "value must not be NULL");
     if (value.type != key.type && !pg::can_assign(value.type, key.type))
-        throw UserError(sqlstate::kDatatypeMismatch,
-                        "value is " + pg::type_display(value.type) + " and the partition key \"" + key.column +
-                            "\" is " + pg::type_display(key.type));
+        throw UserError(sqlstate::kDatatypeMismatch, "value is " + pg::type_display(value.type) +
+                                                         " and the partition key \"" + key.column + "\" is " +
+                                                         pg::type_display(key.type));
     return Param::of_value(value);
 }
 
@@ -509,11 +523,11 @@ pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_
 {
     const pg::Relation parent = pg::describe_relation(parent_oid, pg::RelationLock::kNone);  // unit lock first
     if (parent.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table",
-                        {}, "For a table that is not partitioned, use idem.replace_where.");
-    pg::require_table_privileges(parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
-                                              pg::TablePrivilege::kDelete},
-                                 "overwrite_partition");
+        throw UserError(sqlstate::kWrongObjectType, "\"" + parent.display + "\" is not a partitioned table", {},
+                        "For a table that is not partitioned, use idem.replace_where.");
+    pg::require_table_privileges(
+        parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert, pg::TablePrivilege::kDelete},
+        "overwrite_partition");
     if (swap) {
         require_sql(SqlFeature::kSwapCarryFunctions, "overwrite_partition in mode 'swap'");
         check_ownership(spi, {parent_oid});
@@ -551,16 +565,16 @@ void replace_where(const pg::ResultSet& out, std::uint32_t target_oid, const std
                    const std::string& query, const std::optional<std::string>& lock_timeout)
 {
     if (predicate.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw UserError(sqlstate::kInvalidParameterValue, "predicate must not be empty",
-                        {}, "Pass the condition that selects the unit of work, e.g. day = '2024-07-07'.");
+        throw UserError(sqlstate::kInvalidParameterValue, "predicate must not be empty", {},
+                        "Pass the condition that selects the unit of work, e.g. day = '2024-07-07'.");
     const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation target = describe_table(target_oid);
     // The caller's privileges before anything else (the lock below is held
     // to the end of the transaction).
-    pg::require_table_privileges(target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert,
-                                              pg::TablePrivilege::kDelete},
-                                 "replace_where");
+    pg::require_table_privileges(
+        target_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert, pg::TablePrivilege::kDelete},
+        "replace_where");
     // Serialize overwrites of this table: a concurrent rerun waits, then sees
     // the first one's rows and finds nothing to change.
     lock_table_unit(spi, target_oid, lock_timeout, "\"" + target.display + "\"");
@@ -621,9 +635,9 @@ void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, con
         return;
     }
     const std::string rows = converted.rows();
-    const auto written = static_cast<std::int64_t>(
-        swap ? load_and_swap(spi, parent, part, rows, *incoming, keep_old, lock_timeout)
-             : rewrite_in_place(spi, parent, part, rows, *incoming));
+    const auto written =
+        static_cast<std::int64_t>(swap ? load_and_swap(spi, parent, part, rows, *incoming, keep_old, lock_timeout)
+                                       : rewrite_in_place(spi, parent, part, rows, *incoming));
     // The old rows went with them (deleted in place, or with the old table).
     const auto replaced = static_cast<std::int64_t>(core::digest_text_count(now));
     run.action = swap ? "swapped" : "rewritten";

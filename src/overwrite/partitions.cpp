@@ -27,9 +27,8 @@ const char* const kPartitionColumns =
 std::vector<Partition> read_partitions(pg::SpiSession& spi, const std::string& where, std::uint32_t oid)
 {
     pg::QueryResult r;
-    pg::with_canonical_settings([&] {
-        r = spi.query(std::string(kPartitionColumns) + where + " ORDER BY c.oid", {Param::of_oid(oid)});
-    });
+    pg::with_canonical_settings(
+        [&] { r = spi.query(std::string(kPartitionColumns) + where + " ORDER BY c.oid", {Param::of_oid(oid)}); });
     std::vector<Partition> out;
     for (const auto& row : r.rows) {
         Partition p;
@@ -72,8 +71,8 @@ std::vector<Partition> partitions_of(pg::SpiSession& spi, std::uint32_t parent)
     return read_partitions(spi, "i.inhparent OPERATOR(pg_catalog.=) $1", parent);
 }
 
-void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout,
-                      const std::string& message, const std::function<void()>& fn)
+void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout, const std::string& message,
+                      const std::function<void()>& fn)
 {
     if (!lock_timeout) {
         fn();
@@ -85,8 +84,7 @@ void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& loc
     } catch (pg::PgError& e) {
         if (pg::error_sqlstate(e) != sqlstate::kLockNotAvailable)
             throw;
-        throw UserError(sqlstate::kLockNotAvailable, message,
-                        pg::error_message(e),
+        throw UserError(sqlstate::kLockNotAvailable, message, pg::error_message(e),
                         "lock_timeout (" + *lock_timeout + ") passed; nothing was changed.");
     }
 }

@@ -27,8 +27,8 @@ struct Partition {
     std::string bound;             // "FOR VALUES ..." or "DEFAULT"
     std::string constraint;        // a boolean expression over its columns ("true" if none)
     bool is_default = false;
-    bool partitioned = false;      // itself partitioned (sub-partitioning)
-    char persistence = 'p';        // relpersistence
+    bool partitioned = false;  // itself partitioned (sub-partitioning)
+    char persistence = 'p';    // relpersistence
     std::uint32_t owner = 0;
 };
 
@@ -63,9 +63,8 @@ void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
 // Runs fn with every lock wait bounded by lock_timeout (when given); a wait
 // that times out becomes 55P03 with this message, the server's own message
 // as DETAIL and HINT "nothing was changed".
-void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout,
-                      const std::string& message, const std::function<void()>& fn);
-
+void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout, const std::string& message,
+                      const std::function<void()>& fn);
 
 // A row outside the partition's bound makes PostgreSQL's own check fail
 // (23514, naming one row, `cause`); the caller gets how many of `rows` (a

@@ -63,7 +63,7 @@ public:
 
 private:
     void add_entry(std::uint64_t entry) noexcept;
-    void make_room() noexcept;  // dedupes, then doubles the modulus if still full
+    void make_room() noexcept;    // dedupes, then doubles the modulus if still full
     void keep_bucket() noexcept;  // drops the entries outside the bucket
 
     std::uint64_t mask_ = 0;  // modulus - 1

@@ -53,8 +53,8 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
     if (staging.oid == part.rel.oid)
         throw UserError(sqlstate::kInvalidParameterValue, "the staging table is the partition itself");
     if (staging.kind == 'p')
-        throw UserError(sqlstate::kFeatureNotSupported, "staging table \"" + staging.display + "\" is partitioned",
-                        {}, "Swap a plain table in; to replace a sub-partitioned partition, swap its own partitions.");
+        throw UserError(sqlstate::kFeatureNotSupported, "staging table \"" + staging.display + "\" is partitioned", {},
+                        "Swap a plain table in; to replace a sub-partitioned partition, swap its own partitions.");
     if (staging.kind != 'r')
         throw UserError(sqlstate::kWrongObjectType, "\"" + staging.display + "\" is not a table");
     if (part.partitioned)
@@ -72,15 +72,16 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
                         "staging table \"" + staging.display + "\" is already a partition of " + cell(r, 0, 2));
     if (!cell(r, 0, 2).empty() || cell(r, 0, 3) == "true")
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "staging table \"" + staging.display + "\" takes part in table inheritance",
-                        {}, "A partition cannot inherit from, or be inherited by, other tables.");
+                        "staging table \"" + staging.display + "\" takes part in table inheritance", {},
+                        "A partition cannot inherit from, or be inherited by, other tables.");
     const char mine = cell(r).empty() ? 'p' : cell(r).at(0);
     if (mine != part.persistence) {
         auto name = [](char p) { return p == 'u' ? std::string("unlogged") : p == 't' ? "temporary" : "permanent"; };
-        throw UserError(sqlstate::kWrongObjectType,
-                        "staging table \"" + staging.display + "\" is " + name(mine) + " and partition \"" +
-                            part.rel.display + "\" is " + name(part.persistence),
-                        {}, mine == 'u' ? "ALTER TABLE ... SET LOGGED first, or build the staging table as the partition is." : "");
+        throw UserError(
+            sqlstate::kWrongObjectType,
+            "staging table \"" + staging.display + "\" is " + name(mine) + " and partition \"" + part.rel.display +
+                "\" is " + name(part.persistence),
+            {}, mine == 'u' ? "ALTER TABLE ... SET LOGGED first, or build the staging table as the partition is." : "");
     }
 }
 
@@ -100,12 +101,13 @@ void check_not_referenced(pg::SpiSession& spi, const Partition& part)
         " ORDER BY con.oid LIMIT 1",
         {Param::of_oid(part.rel.oid)});
     if (!r.rows.empty())
-        throw UserError(sqlstate::kFeatureNotSupported,
-                        "cannot swap partition \"" + part.rel.display + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
-                            cell(r, 0, 1) + " references the partitioned table",
-                        "Detaching the partition would leave rows of " + cell(r, 0, 1) +
-                            " referencing a table outside the partitioned table; PostgreSQL refuses it.",
-                        "Use idem.overwrite_partition(..., mode => 'rewrite'): it deletes and inserts in place, and the foreign key keeps being checked.");
+        throw UserError(
+            sqlstate::kFeatureNotSupported,
+            "cannot swap partition \"" + part.rel.display + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
+                cell(r, 0, 1) + " references the partitioned table",
+            "Detaching the partition would leave rows of " + cell(r, 0, 1) +
+                " referencing a table outside the partitioned table; PostgreSQL refuses it.",
+            "Use idem.overwrite_partition(..., mode => 'rewrite'): it deletes and inserts in place, and the foreign key keeps being checked.");
 }
 
 struct ColumnShape {
@@ -117,23 +119,24 @@ struct ColumnShape {
 
 std::map<std::string, ColumnShape> column_shapes(pg::SpiSession& spi, std::uint32_t rel)
 {
-    auto r = deparse(spi,
-                     "SELECT a.attname::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod),"
-                     " COALESCE((SELECT co.collname::pg_catalog.text FROM pg_catalog.pg_collation co"
-                     "   WHERE co.oid OPERATOR(pg_catalog.=) a.attcollation), ''),"
-                     " a.attnotnull::pg_catalog.text,"
-                     " CASE WHEN a.attgenerated OPERATOR(pg_catalog.<>) '' THEN"
-                     "   (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) FROM pg_catalog.pg_attrdef d"
-                     "     WHERE d.adrelid OPERATOR(pg_catalog.=) a.attrelid AND d.adnum OPERATOR(pg_catalog.=) a.attnum)"
-                     " ELSE '' END"
-                     " FROM pg_catalog.pg_attribute a"
-                     " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
-                     " AND NOT a.attisdropped",
-                     {Param::of_oid(rel)});
+    auto r =
+        deparse(spi,
+                "SELECT a.attname::pg_catalog.text, pg_catalog.format_type(a.atttypid, a.atttypmod),"
+                " COALESCE((SELECT co.collname::pg_catalog.text FROM pg_catalog.pg_collation co"
+                "   WHERE co.oid OPERATOR(pg_catalog.=) a.attcollation), ''),"
+                " a.attnotnull::pg_catalog.text,"
+                " CASE WHEN a.attgenerated OPERATOR(pg_catalog.<>) '' THEN"
+                "   (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) FROM pg_catalog.pg_attrdef d"
+                "     WHERE d.adrelid OPERATOR(pg_catalog.=) a.attrelid AND d.adnum OPERATOR(pg_catalog.=) a.attnum)"
+                " ELSE '' END"
+                " FROM pg_catalog.pg_attribute a"
+                " WHERE a.attrelid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+                " AND NOT a.attisdropped",
+                {Param::of_oid(rel)});
     std::map<std::string, ColumnShape> out;
     for (const auto& row : r.rows)
-        out[row[0].value_or("")] = ColumnShape{row[1].value_or(""), row[2].value_or(""), row[3] == std::optional<std::string>("true"),
-                                               row[4].value_or("")};
+        out[row[0].value_or("")] = ColumnShape{row[1].value_or(""), row[2].value_or(""),
+                                               row[3] == std::optional<std::string>("true"), row[4].value_or("")};
     return out;
 }
 
@@ -154,23 +157,25 @@ void check_columns(pg::SpiSession& spi, const Partition& part, const pg::Relatio
         if (h.type != w.type)
             problems.push_back("column \"" + name + "\" is " + h.type + ", not " + w.type);
         else if (h.collation != w.collation)
-            problems.push_back("column \"" + name + "\" has collation \"" + h.collation + "\", not \"" + w.collation + "\"");
+            problems.push_back("column \"" + name + "\" has collation \"" + h.collation + "\", not \"" + w.collation +
+                               "\"");
         if (h.not_null != w.not_null)
-            problems.push_back("column \"" + name + "\" is " + (h.not_null ? "NOT NULL" : "nullable") + ", the partition's is " +
-                               (w.not_null ? "NOT NULL" : "nullable"));
+            problems.push_back("column \"" + name + "\" is " + (h.not_null ? "NOT NULL" : "nullable") +
+                               ", the partition's is " + (w.not_null ? "NOT NULL" : "nullable"));
         if (h.generated != w.generated)
-            problems.push_back("column \"" + name + "\" is " +
-                               (h.generated.empty() ? std::string("not generated") : "GENERATED ALWAYS AS (" + h.generated + ")") +
-                               ", the partition's is " +
-                               (w.generated.empty() ? std::string("not generated") : "GENERATED ALWAYS AS (" + w.generated + ")"));
+            problems.push_back(
+                "column \"" + name + "\" is " +
+                (h.generated.empty() ? std::string("not generated") : "GENERATED ALWAYS AS (" + h.generated + ")") +
+                ", the partition's is " +
+                (w.generated.empty() ? std::string("not generated") : "GENERATED ALWAYS AS (" + w.generated + ")"));
     }
     for (const auto& [name, h] : have)
         if (want.find(name) == want.end())
             problems.push_back("column \"" + name + "\" is not in the partition");
     if (!problems.empty())
         throw UserError(sqlstate::kDatatypeMismatch,
-                        "staging table \"" + staging.display + "\" does not match partition \"" + part.rel.display + "\": " +
-                            problems.front(),
+                        "staging table \"" + staging.display + "\" does not match partition \"" + part.rel.display +
+                            "\": " + problems.front(),
                         problems.size() > 1 ? "All differences: " + core::join(problems, "; ") + "." : std::string(),
                         "Build the staging table as CREATE TABLE ... (LIKE " + part.rel.qualified +
                             " INCLUDING DEFAULTS INCLUDING GENERATED).");
@@ -183,18 +188,21 @@ void check_default_partition(pg::SpiSession& spi, const Partition& part)
 {
     if (part.is_default || part.constraint == "true")
         return;
-    auto d = spi.query("SELECT pt.partdefid::pg_catalog.text FROM pg_catalog.pg_partitioned_table pt"
-                       " WHERE pt.partrelid OPERATOR(pg_catalog.=) $1 AND pt.partdefid OPERATOR(pg_catalog.<>) 0",
-                       {Param::of_oid(part.parent)});
+    auto d = spi.query(
+        "SELECT pt.partdefid::pg_catalog.text FROM pg_catalog.pg_partitioned_table pt"
+        " WHERE pt.partrelid OPERATOR(pg_catalog.=) $1 AND pt.partdefid OPERATOR(pg_catalog.<>) 0",
+        {Param::of_oid(part.parent)});
     if (d.rows.empty())
         return;
     const pg::Relation def = pg::describe_relation(oid_of(d.rows[0][0]));
-    auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + def.qualified + " WHERE (" + part.constraint + ")");
+    auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM " + def.qualified + " WHERE (" +
+                       part.constraint + ")");
     if (cell(n) != "0")
         throw UserError(sqlstate::kCheckViolation,
-                        cell(n) + " rows for the bound of partition \"" + part.rel.display + "\" sit in the DEFAULT partition \"" +
-                            def.display + "\"",
-                        "The bound is: " + part.bound, "Move them out of the DEFAULT partition first; nothing was changed.");
+                        cell(n) + " rows for the bound of partition \"" + part.rel.display +
+                            "\" sit in the DEFAULT partition \"" + def.display + "\"",
+                        "The bound is: " + part.bound,
+                        "Move them out of the DEFAULT partition first; nothing was changed.");
 }
 
 // ---------------------------------------------------------------------------
@@ -202,7 +210,8 @@ void check_default_partition(pg::SpiSession& spi, const Partition& part)
 
 // The CHECK equal to the bound. One scan of the staging table; when rows fall
 // outside, a second one counts them for the message (partitions.hpp).
-bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging, const std::string& rows_are)
+bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging,
+                     const std::string& rows_are)
 {
     if (part.constraint == "true")
         return false;
@@ -228,8 +237,8 @@ void add_parent_checks(pg::SpiSession& spi, const Partition& part, const pg::Rel
                      " ORDER BY p.oid",
                      {Param::of_oid(part.parent), Param::of_oid(staging.oid)});
     for (const auto& row : r.rows)
-        spi.execute("ALTER TABLE " + staging.qualified + " ADD CONSTRAINT " + pg::quote_ident(row[0].value_or("")) + " " +
-                    row[1].value_or(""));
+        spi.execute("ALTER TABLE " + staging.qualified + " ADD CONSTRAINT " + pg::quote_ident(row[0].value_or("")) +
+                    " " + row[1].value_or(""));
 }
 
 // name, pg_get_indexdef, and for a PRIMARY KEY / UNIQUE constraint's index
@@ -275,8 +284,9 @@ void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Re
             same = sql = core::index_definition_on(row[1].value_or(""), pg::quote_ident(row[0].value_or("")),
                                                    parent_deparsed, staging.qualified);
             if (sql.empty())
-                throw UserError(sqlstate::kFeatureNotSupported, "cannot rebuild index \"" + row[0].value_or("") + "\" of " + part.parent_qualified +
-                                             " on the staging table",
+                throw UserError(sqlstate::kFeatureNotSupported,
+                                "cannot rebuild index \"" + row[0].value_or("") + "\" of " + part.parent_qualified +
+                                    " on the staging table",
                                 "Its definition is: " + row[1].value_or(""));
         }
         if (std::find(existing.begin(), existing.end(), same) != existing.end())
@@ -291,14 +301,15 @@ void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Re
 // validating a new one under the lock.
 void add_parent_foreign_keys(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto r = spi.query("SELECT pg_catalog.quote_ident(p.conname), pg_catalog.pg_get_constraintdef(p.oid)"
-                       " FROM pg_catalog.pg_constraint p"
-                       " WHERE p.conrelid OPERATOR(pg_catalog.=) $1 AND p.contype OPERATOR(pg_catalog.=) 'f'"
-                       " AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint s"
-                       "   WHERE s.conrelid OPERATOR(pg_catalog.=) $2 AND s.contype OPERATOR(pg_catalog.=) 'f'"
-                       "   AND pg_catalog.pg_get_constraintdef(s.oid) OPERATOR(pg_catalog.=) pg_catalog.pg_get_constraintdef(p.oid))"
-                       " ORDER BY p.oid",
-                       {Param::of_oid(part.parent), Param::of_oid(staging.oid)});
+    auto r = spi.query(
+        "SELECT pg_catalog.quote_ident(p.conname), pg_catalog.pg_get_constraintdef(p.oid)"
+        " FROM pg_catalog.pg_constraint p"
+        " WHERE p.conrelid OPERATOR(pg_catalog.=) $1 AND p.contype OPERATOR(pg_catalog.=) 'f'"
+        " AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint s"
+        "   WHERE s.conrelid OPERATOR(pg_catalog.=) $2 AND s.contype OPERATOR(pg_catalog.=) 'f'"
+        "   AND pg_catalog.pg_get_constraintdef(s.oid) OPERATOR(pg_catalog.=) pg_catalog.pg_get_constraintdef(p.oid))"
+        " ORDER BY p.oid",
+        {Param::of_oid(part.parent), Param::of_oid(staging.oid)});
     for (const auto& row : r.rows)
         spi.execute("ALTER TABLE " + staging.qualified + " ADD CONSTRAINT " + row[0].value_or("") + " " +
                     row[1].value_or(""));
@@ -313,7 +324,8 @@ void run_statements(pg::SpiSession& spi, const std::string& function, const Part
 {
     const std::string sql = "SELECT s FROM " + function +
                             "($1::pg_catalog.oid::pg_catalog.regclass, $2::pg_catalog.oid::pg_catalog.regclass, $3) s";
-    const pg::Params params = {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid), Param::of_text(staging.qualified)};
+    const pg::Params params = {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid),
+                               Param::of_text(staging.qualified)};
     const QueryResult r = deparsed ? deparse(spi, sql, params) : spi.query(sql, params);
     for (const auto& row : r.rows)
         spi.execute(row[0].value_or(""));
@@ -323,18 +335,20 @@ void run_statements(pg::SpiSession& spi, const std::string& function, const Part
 // their enabled state.
 void carry_triggers(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto r = deparse(spi,
-                     "SELECT t.tgname::pg_catalog.text, pg_catalog.pg_get_triggerdef(t.oid), t.tgenabled::pg_catalog.text"
-                     " FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND NOT t.tgisinternal"
-                     " AND t.tgparentid OPERATOR(pg_catalog.=) 0 AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger s"
-                     "   WHERE s.tgrelid OPERATOR(pg_catalog.=) $2 AND s.tgname OPERATOR(pg_catalog.=) t.tgname)"
-                     " ORDER BY t.oid",
-                     {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
+    auto r =
+        deparse(spi,
+                "SELECT t.tgname::pg_catalog.text, pg_catalog.pg_get_triggerdef(t.oid), t.tgenabled::pg_catalog.text"
+                " FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 AND NOT t.tgisinternal"
+                " AND t.tgparentid OPERATOR(pg_catalog.=) 0 AND NOT EXISTS (SELECT FROM pg_catalog.pg_trigger s"
+                "   WHERE s.tgrelid OPERATOR(pg_catalog.=) $2 AND s.tgname OPERATOR(pg_catalog.=) t.tgname)"
+                " ORDER BY t.oid",
+                {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
     for (const auto& row : r.rows) {
         const std::string name = pg::quote_ident(row[0].value_or(""));
         const std::string sql = core::retarget_definition(row[1].value_or(""), part.rel.qualified, staging.qualified);
         if (sql.empty())
-            throw UserError(sqlstate::kFeatureNotSupported, "cannot carry trigger " + name + " of \"" + part.rel.display + "\" over",
+            throw UserError(sqlstate::kFeatureNotSupported,
+                            "cannot carry trigger " + name + " of \"" + part.rel.display + "\" over",
                             "Its definition is: " + row[1].value_or(""), "Create it on the staging table yourself.");
         spi.execute(sql);
         const std::string enabled = row[2].value_or("O");
@@ -351,11 +365,12 @@ void carry_triggers(pg::SpiSession& spi, const Partition& part, const pg::Relati
 void carry_row_security(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
     run_statements(spi, "idem._policy_statements", part, staging, true);
-    auto flags = spi.query("SELECT o.relrowsecurity::pg_catalog.text, o.relforcerowsecurity::pg_catalog.text,"
-                           " s.relrowsecurity::pg_catalog.text, s.relforcerowsecurity::pg_catalog.text"
-                           " FROM pg_catalog.pg_class o, pg_catalog.pg_class s"
-                           " WHERE o.oid OPERATOR(pg_catalog.=) $1 AND s.oid OPERATOR(pg_catalog.=) $2",
-                           {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
+    auto flags = spi.query(
+        "SELECT o.relrowsecurity::pg_catalog.text, o.relforcerowsecurity::pg_catalog.text,"
+        " s.relrowsecurity::pg_catalog.text, s.relforcerowsecurity::pg_catalog.text"
+        " FROM pg_catalog.pg_class o, pg_catalog.pg_class s"
+        " WHERE o.oid OPERATOR(pg_catalog.=) $1 AND s.oid OPERATOR(pg_catalog.=) $2",
+        {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
     if (cell(flags, 0, 0) != cell(flags, 0, 2))
         spi.execute("ALTER TABLE " + staging.qualified + (cell(flags, 0, 0) == "true" ? " ENABLE" : " DISABLE") +
                     " ROW LEVEL SECURITY");
@@ -390,11 +405,12 @@ void carry_properties(pg::SpiSession& spi, const Partition& part, const pg::Rela
 // the partition had; the grantor becomes the owner).
 void carry_owner_and_grants(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
-    auto owner = spi.query("SELECT (o.relowner OPERATOR(pg_catalog.<>) s.relowner)::pg_catalog.text,"
-                           " pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.relowner))"
-                           " FROM pg_catalog.pg_class o, pg_catalog.pg_class s"
-                           " WHERE o.oid OPERATOR(pg_catalog.=) $1 AND s.oid OPERATOR(pg_catalog.=) $2",
-                           {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
+    auto owner = spi.query(
+        "SELECT (o.relowner OPERATOR(pg_catalog.<>) s.relowner)::pg_catalog.text,"
+        " pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(o.relowner))"
+        " FROM pg_catalog.pg_class o, pg_catalog.pg_class s"
+        " WHERE o.oid OPERATOR(pg_catalog.=) $1 AND s.oid OPERATOR(pg_catalog.=) $2",
+        {Param::of_oid(part.rel.oid), Param::of_oid(staging.oid)});
     if (cell(owner, 0, 0) == "true")
         spi.execute("ALTER TABLE " + staging.qualified + " OWNER TO " + cell(owner, 0, 1));
     // REVOKEs before GRANTs; the grantor is not compared (it becomes the
@@ -411,10 +427,11 @@ std::string free_replaced_name(pg::SpiSession& spi, const std::string& schema, c
 {
     for (int n = 1;; ++n) {
         const std::string candidate = core::identifier_with_suffix(name, "__replaced_" + std::to_string(n));
-        auto taken = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
-                               " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
-                               " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
-                               {Param::of_text(schema), Param::of_text(candidate)});
+        auto taken = spi.query(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
+            " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
+            " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
+            {Param::of_text(schema), Param::of_text(candidate)});
         if (cell(taken) == "false")
             return candidate;
     }
@@ -428,14 +445,15 @@ struct PartitionIndex {
 // Each index of the partition by the parent index it is attached to.
 std::map<std::string, PartitionIndex> indexes_by_parent_index(pg::SpiSession& spi, std::uint32_t partition)
 {
-    auto r = spi.query("SELECT h.inhparent::pg_catalog.text, c.relname::pg_catalog.text,"
-                       " (i.indisreplident AND (SELECT t.relreplident OPERATOR(pg_catalog.=) 'i' FROM pg_catalog.pg_class t"
-                       "   WHERE t.oid OPERATOR(pg_catalog.=) i.indrelid))::pg_catalog.text"
-                       " FROM pg_catalog.pg_index i"
-                       " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
-                       " JOIN pg_catalog.pg_inherits h ON h.inhrelid OPERATOR(pg_catalog.=) i.indexrelid"
-                       " WHERE i.indrelid OPERATOR(pg_catalog.=) $1",
-                       {Param::of_oid(partition)});
+    auto r = spi.query(
+        "SELECT h.inhparent::pg_catalog.text, c.relname::pg_catalog.text,"
+        " (i.indisreplident AND (SELECT t.relreplident OPERATOR(pg_catalog.=) 'i' FROM pg_catalog.pg_class t"
+        "   WHERE t.oid OPERATOR(pg_catalog.=) i.indrelid))::pg_catalog.text"
+        " FROM pg_catalog.pg_index i"
+        " JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
+        " JOIN pg_catalog.pg_inherits h ON h.inhrelid OPERATOR(pg_catalog.=) i.indexrelid"
+        " WHERE i.indrelid OPERATOR(pg_catalog.=) $1",
+        {Param::of_oid(partition)});
     std::map<std::string, PartitionIndex> out;
     for (const auto& row : r.rows)
         out[row[0].value_or("")] = PartitionIndex{row[1].value_or(""), row[2] == std::optional<std::string>("true")};
@@ -452,8 +470,8 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
     const auto now = describe_partition(spi, part.rel.oid);
     if (!now || now->parent != part.parent || now->bound != part.bound)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "partition \"" + part.rel.display + "\" changed while the staging table was built",
-                        {}, "Another transaction detached it or changed its bound; nothing was changed.");
+                        "partition \"" + part.rel.display + "\" changed while the staging table was built", {},
+                        "Another transaction detached it or changed its bound; nothing was changed.");
     const auto old_indexes = indexes_by_parent_index(spi, part.rel.oid);
 
     spi.execute("ALTER TABLE " + part.parent_qualified + " DETACH PARTITION " + part.rel.qualified);
@@ -472,9 +490,11 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         if (failed) {
             if (pg::error_sqlstate(*failed) != sqlstate::kDependentObjectsStillExist)
                 throw *failed;
-            throw UserError(sqlstate::kDependentObjectsStillExist, "cannot drop the replaced partition \"" + part.rel.display + "\": other objects depend on it",
-                            pg::error_detail(*failed),
-                            "Use keep_old => true, or drop and recreate the dependent objects; nothing was changed.");
+            throw UserError(
+                sqlstate::kDependentObjectsStillExist,
+                "cannot drop the replaced partition \"" + part.rel.display + "\": other objects depend on it",
+                pg::error_detail(*failed),
+                "Use keep_old => true, or drop and recreate the dependent objects; nothing was changed.");
         }
     }
     std::string qualified = staging.qualified;
@@ -499,8 +519,8 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
             continue;
         std::string name = index.name;
         if (name != old->second.name) {
-            spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(name) + " RENAME TO " +
-                        pg::quote_ident(old->second.name));
+            spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(name) +
+                        " RENAME TO " + pg::quote_ident(old->second.name));
             name = old->second.name;
         }
         if (old->second.replica_identity)
@@ -521,11 +541,11 @@ void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& rela
         " AND NOT pg_catalog.pg_has_role(c.relowner, 'USAGE') ORDER BY c.oid",
         {Param::of_text("{" + oids + "}")});
     if (!r.rows.empty())
-        throw UserError(sqlstate::kInsufficientPrivilege, "must be owner of table " + cell(r),
-                        "swap_partition runs as the caller, and detaching and attaching partitions needs ownership.",
-                        "Run it as the owner of the partitioned table, the partition and the staging table (or a member of the owning role).");
+        throw UserError(
+            sqlstate::kInsufficientPrivilege, "must be owner of table " + cell(r),
+            "swap_partition runs as the caller, and detaching and attaching partitions needs ownership.",
+            "Run it as the owner of the partitioned table, the partition and the staging table (or a member of the owning role).");
 }
-
 
 std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_t staging_oid, bool keep_old,
                         const std::optional<std::string>& lock_timeout, const std::string& rows_are)
@@ -535,15 +555,19 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
     check_ownership(spi, {part.parent, part.rel.oid, staging.oid});
     check_not_referenced(spi, part);
     if (staging.schema != part.rel.schema) {
-        auto clash = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.text",
-                               {Param::of_text(pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging.name))});
+        auto clash =
+            spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.text",
+                      {Param::of_text(pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging.name))});
         if (!cell(clash).empty() && cell(clash) != part.rel.qualified)
-            throw UserError(sqlstate::kDuplicateTable, "a relation named \"" + staging.name + "\" already exists in schema \"" + part.rel.schema + "\"",
-                            {}, "Name the staging table differently, or build it in schema \"" + part.rel.schema + "\".");
+            throw UserError(
+                sqlstate::kDuplicateTable,
+                "a relation named \"" + staging.name + "\" already exists in schema \"" + part.rel.schema + "\"", {},
+                "Name the staging table differently, or build it in schema \"" + part.rel.schema + "\".");
     }
     bool bound_check = false;
     with_lock_budget(spi, lock_timeout,
-                     "staging table \"" + staging.display + "\" (or a table its foreign keys reference) is in use by another transaction",
+                     "staging table \"" + staging.display +
+                         "\" (or a table its foreign keys reference) is in use by another transaction",
                      [&] {
                          spi.execute("LOCK TABLE " + staging.qualified + " IN ACCESS EXCLUSIVE MODE");
                          check_columns(spi, part, staging);
@@ -592,20 +616,23 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
     // before the serializing lock (partitions.hpp).
     // Whether the table still exists comes from the same snapshot as its
     // parent (the relation cache may not have seen the drop yet).
-    auto parent_row = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)::pg_catalog.text,"
-                                " (SELECT i.inhparent::pg_catalog.text FROM pg_catalog.pg_inherits i"
-                                "  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-                                "  WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition)",
-                                {Param::of_oid(partition_oid)});
+    auto parent_row = spi.query(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)::pg_catalog.text,"
+        " (SELECT i.inhparent::pg_catalog.text FROM pg_catalog.pg_inherits i"
+        "  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
+        "  WHERE i.inhrelid OPERATOR(pg_catalog.=) $1 AND c.relispartition)",
+        {Param::of_oid(partition_oid)});
     if (cell(parent_row, 0, 0) != "true")
         throw replaced_meanwhile();
     if (cell(parent_row, 0, 1).empty())
-        throw UserError(sqlstate::kWrongObjectType, "\"" + given->display + "\" is not a partition",
-                        {}, "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
+        throw UserError(
+            sqlstate::kWrongObjectType, "\"" + given->display + "\" is not a partition", {},
+            "swap_partition replaces one partition of a partitioned table; for a plain table use idem.replace_where.");
     const auto parent = static_cast<std::uint32_t>(std::stoul(cell(parent_row, 0, 1)));
     // Ownership before the lock: a role that may not swap cannot queue on it.
     check_ownership(spi, {parent, partition_oid, staging_oid});
-    lock_partitioned_table_unit(spi, parent, true, lock_timeout, "\"" + pg::describe_relation(parent, pg::RelationLock::kNone).display + "\"");
+    lock_partitioned_table_unit(spi, parent, true, lock_timeout,
+                                "\"" + pg::describe_relation(parent, pg::RelationLock::kNone).display + "\"");
     // The partition by its name now: a swap that held the lock first has
     // replaced the one named by a new table of the same name, and that is the
     // one to replace.

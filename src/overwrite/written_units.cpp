@@ -15,9 +15,18 @@ using pg::Param;
 // Without the table (SQL objects older than the module) nothing is read or
 // written: the partition is hashed every time. Without the preimage or the
 // sample columns, records are kept and read without them.
-bool installed() { return sql_has(SqlFeature::kWrittenUnits); }
-bool keeps_preimages() { return sql_has(SqlFeature::kWrittenUnitPreimages); }
-bool keeps_samples() { return sql_has(SqlFeature::kWrittenUnitSamples); }
+bool installed()
+{
+    return sql_has(SqlFeature::kWrittenUnits);
+}
+bool keeps_preimages()
+{
+    return sql_has(SqlFeature::kWrittenUnitPreimages);
+}
+bool keeps_samples()
+{
+    return sql_has(SqlFeature::kWrittenUnitSamples);
+}
 
 }  // namespace
 
@@ -25,12 +34,15 @@ bool keeps_samples() { return sql_has(SqlFeature::kWrittenUnitSamples); }
 // privileges do not give. Checked as the caller, who then reads them.
 bool may_read_stamps(pg::SpiSession& spi, const pg::Relation& unit)
 {
-    auto allowed = spi.query("SELECT pg_catalog.has_table_privilege($1, 'SELECT')::pg_catalog.text",
-                             {Param::of_oid(unit.oid)});
+    auto allowed =
+        spi.query("SELECT pg_catalog.has_table_privilege($1, 'SELECT')::pg_catalog.text", {Param::of_oid(unit.oid)});
     return allowed.rows.at(0).at(0).value_or("") == "true";
 }
 
-bool records_query_samples() { return installed() && keeps_preimages() && keeps_samples(); }
+bool records_query_samples()
+{
+    return installed() && keeps_preimages() && keeps_samples();
+}
 
 std::string unit_shape(const pg::Relation& parent, const pg::Relation& unit)
 {
@@ -61,14 +73,14 @@ std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relatio
         record = spi.query_saved(
             std::string("SELECT w.digest, w.row_count::pg_catalog.text, w.row_xmin::pg_catalog.text,"
                         " w.row_cmin::pg_catalog.text, ") +
-            (preimages ? "w.query_shape, w.query_digest" : "NULL::pg_catalog.text, NULL::pg_catalog.text") +
-            (samples ? ", pg_catalog.encode(w.query_sample, 'hex')" : ", NULL::pg_catalog.text") +
-            " FROM idem.written_units w"
-            " WHERE w.relid OPERATOR(pg_catalog.=) $1 AND w.shape OPERATOR(pg_catalog.=) $2"
-            // No 32-bit xid reused since: fewer than 2^31 transactions later.
-            "   AND pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::pg_catalog.numeric"
-            "       OPERATOR(pg_catalog.-) w.written_by::pg_catalog.text::pg_catalog.numeric"
-            "       OPERATOR(pg_catalog.<) 2147483648",
+                (preimages ? "w.query_shape, w.query_digest" : "NULL::pg_catalog.text, NULL::pg_catalog.text") +
+                (samples ? ", pg_catalog.encode(w.query_sample, 'hex')" : ", NULL::pg_catalog.text") +
+                " FROM idem.written_units w"
+                " WHERE w.relid OPERATOR(pg_catalog.=) $1 AND w.shape OPERATOR(pg_catalog.=) $2"
+                // No 32-bit xid reused since: fewer than 2^31 transactions later.
+                "   AND pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::pg_catalog.text::pg_catalog.numeric"
+                "       OPERATOR(pg_catalog.-) w.written_by::pg_catalog.text::pg_catalog.numeric"
+                "       OPERATOR(pg_catalog.<) 2147483648",
             {Param::of_oid(unit.oid), Param::of_text(shape)});
     });
     if (record.rows.empty() || !may_read_stamps(spi, unit))
@@ -94,8 +106,7 @@ std::optional<WrittenUnit> witnessed_unit(pg::SpiSession& spi, const pg::Relatio
     WrittenUnit written;
     written.digest = digest;
     // The same rows, so as many query rows as stored ones.
-    if (r.at(4).has_value() && r.at(5).has_value() &&
-        std::to_string(core::digest_text_count(*r.at(5))) == expected)
+    if (r.at(4).has_value() && r.at(5).has_value() && std::to_string(core::digest_text_count(*r.at(5))) == expected)
         written.preimage = QueryPreimage{*r.at(4), *r.at(5), r.at(6).value_or("")};
     return written;
 }
@@ -127,39 +138,43 @@ void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const st
         // Records of relations that are gone (old partitions dropped by a
         // swap) go at the same time: the table stays as small as the set of
         // partitions written.
-        spi.query_saved("DELETE FROM idem.written_units w WHERE w.relid OPERATOR(pg_catalog.=) $1"
-                        " OR NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) w.relid)",
-                        {Param::of_oid(unit.oid)});
+        spi.query_saved(
+            "DELETE FROM idem.written_units w WHERE w.relid OPERATOR(pg_catalog.=) $1"
+            " OR NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) w.relid)",
+            {Param::of_oid(unit.oid)});
         if (!witnessed)
             return;
-        pg::Params values = {Param::of_oid(unit.oid), Param::of_text(shape), Param::of_text(digest),
-                             Param::of_int8(static_cast<std::int64_t>(core::digest_text_count(digest))),
-                             Param::of_text(xmin), Param::of_text(cmin)};
+        pg::Params values = {
+            Param::of_oid(unit.oid), Param::of_text(shape),
+            Param::of_text(digest),  Param::of_int8(static_cast<std::int64_t>(core::digest_text_count(digest))),
+            Param::of_text(xmin),    Param::of_text(cmin)};
         if (!keeps_preimages()) {
-            spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by)"
-                            " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid,"
-                            " pg_catalog.pg_current_xact_id())",
-                            values);
+            spi.query_saved(
+                "INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by)"
+                " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid,"
+                " pg_catalog.pg_current_xact_id())",
+                values);
             return;
         }
         values.push_back(Param::of_text(preimage ? std::optional<std::string>(preimage->shape) : std::nullopt));
         values.push_back(Param::of_text(preimage ? std::optional<std::string>(preimage->digest) : std::nullopt));
         if (keeps_samples()) {
-            values.push_back(Param::of_text(preimage && !preimage->sample.empty()
-                                                ? std::optional<std::string>(preimage->sample)
-                                                : std::nullopt));
-            spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin,"
-                            " written_by, query_shape, query_digest, query_sample)"
-                            " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid,"
-                            " pg_catalog.pg_current_xact_id(), $7, $8, pg_catalog.decode($9, 'hex'))",
-                            values);
+            values.push_back(Param::of_text(
+                preimage && !preimage->sample.empty() ? std::optional<std::string>(preimage->sample) : std::nullopt));
+            spi.query_saved(
+                "INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin,"
+                " written_by, query_shape, query_digest, query_sample)"
+                " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid,"
+                " pg_catalog.pg_current_xact_id(), $7, $8, pg_catalog.decode($9, 'hex'))",
+                values);
             return;
         }
-        spi.query_saved("INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by,"
-                        " query_shape, query_digest)"
-                        " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid, pg_catalog.pg_current_xact_id(),"
-                        " $7, $8)",
-                        values);
+        spi.query_saved(
+            "INSERT INTO idem.written_units (relid, shape, digest, row_count, row_xmin, row_cmin, written_by,"
+            " query_shape, query_digest)"
+            " VALUES ($1, $2, $3, $4, $5::pg_catalog.xid, $6::pg_catalog.cid, pg_catalog.pg_current_xact_id(),"
+            " $7, $8)",
+            values);
     });
 }
 

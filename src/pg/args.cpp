@@ -48,8 +48,7 @@ std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n)
     return static_cast<bool>(PG_GETARG_BOOL(n));
 }
 
-std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n,
-                                                       const char* name)
+std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n, const char* name)
 {
     if (PG_ARGISNULL(n))
         return std::nullopt;
@@ -64,8 +63,7 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
     out.reserve(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
         if (nulls[i])
-            throw UserError(sqlstate::kNullValueNotAllowed,
-                            std::string(name) + " must not contain NULL elements");
+            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements");
         const char* s = pg_call([&]() noexcept { return text_to_cstring(DatumGetTextPP(elems[i])); });
         out.emplace_back(s);
     }
@@ -166,7 +164,8 @@ TypedValue arg_value(FunctionCallInfo fcinfo, int n)
     TypedValue v;
     v.type = pg_call([&]() noexcept { return get_fn_expr_argtype(fcinfo->flinfo, n); });
     if (v.type == InvalidOid)
-        throw UserError(sqlstate::kDatatypeMismatch, "could not determine the type of argument " + std::to_string(n + 1));
+        throw UserError(sqlstate::kDatatypeMismatch,
+                        "could not determine the type of argument " + std::to_string(n + 1));
     v.is_null = PG_ARGISNULL(n);
     if (!v.is_null)
         v.datum = static_cast<std::uintptr_t>(PG_GETARG_DATUM(n));
@@ -175,9 +174,8 @@ TypedValue arg_value(FunctionCallInfo fcinfo, int n)
 
 Datum text_result(const std::string& s)
 {
-    return pg_call([&]() noexcept {
-        return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
-    });
+    return pg_call(
+        [&]() noexcept { return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size()))); });
 }
 
 Datum jsonb_result(const std::string& json_text)
@@ -189,7 +187,8 @@ std::optional<std::string> arg_interval_text(FunctionCallInfo fcinfo, int n)
 {
     if (PG_ARGISNULL(n))
         return std::nullopt;
-    const char* s = pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(n))); });
+    const char* s =
+        pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(n))); });
     return std::string(s);
 }
 
@@ -197,7 +196,8 @@ std::optional<std::string> arg_jsonb_text(FunctionCallInfo fcinfo, int n)
 {
     if (PG_ARGISNULL(n))
         return std::nullopt;
-    const char* s = pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(n))); });
+    const char* s =
+        pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(n))); });
     return std::string(s);
 }
 

@@ -22,8 +22,7 @@ std::optional<std::uint32_t> arg_oid(FunctionCallInfo fcinfo, int n);
 std::optional<std::int32_t> arg_int4(FunctionCallInfo fcinfo, int n);
 std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n);
 // A text[]; NULL elements are refused (22004, naming the argument).
-std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n,
-                                                       const char* name);
+std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n, const char* name);
 
 // A regclass[] / oid[] argument (NULL elements refused, 22004).
 std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const char* name);

@@ -6,21 +6,21 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/table.h"
-#include "storage/lmgr.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
-#include "catalog/pg_proc.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_coerce.h"
-#include "utils/lsyscache.h"
+#include "storage/lmgr.h"
 #include "utils/catcache.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 }
@@ -41,9 +41,8 @@ std::string quote_literal(const std::string& text)
 
 std::string relation_display_name(std::uint32_t oid)
 {
-    const char* text = pg_call([&]() noexcept {
-        return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(oid)));
-    });
+    const char* text =
+        pg_call([&]() noexcept { return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(oid))); });
     return std::string(text);
 }
 
@@ -130,7 +129,10 @@ namespace {
 }
 }  // namespace
 
-Relation describe_relation(std::uint32_t oid) { return describe_relation(oid, RelationLock::kAccessShare); }
+Relation describe_relation(std::uint32_t oid)
+{
+    return describe_relation(oid, RelationLock::kAccessShare);
+}
 
 Relation describe_relation(std::uint32_t oid, RelationLock lock)
 {
@@ -325,9 +327,10 @@ std::string btree_operator(std::uint32_t type_oid, int strategy, const std::stri
     });
     if (op == InvalidOid) {
         const char* type_name = pg_call([&]() noexcept { return format_type_be(type_oid); });
-        throw UserError(sqlstate::kUndefinedFunction, "column \"" + column + "\" has type " + type_name +
-                                     ", which has no default btree operator class",
-                        {}, "Keys and versions need a type with an ordering (a default btree operator class).");
+        throw UserError(
+            sqlstate::kUndefinedFunction,
+            "column \"" + column + "\" has type " + type_name + ", which has no default btree operator class", {},
+            "Keys and versions need a type with an ordering (a default btree operator class).");
     }
     const char* opname = nullptr;
     const char* nspname = nullptr;
@@ -366,8 +369,8 @@ bool conversion_is_immutable(std::uint32_t from, std::int32_t from_typmod, std::
         in->paramtypmod = from_typmod;
         in->paramcollid = get_typcollation(from);
         in->location = -1;
-        Node* cast = coerce_to_target_type(nullptr, reinterpret_cast<Node*>(in), from, to, to_typmod,
-                                           COERCION_EXPLICIT, COERCE_EXPLICIT_CAST, -1);
+        Node* cast = coerce_to_target_type(nullptr, reinterpret_cast<Node*>(in), from, to, to_typmod, COERCION_EXPLICIT,
+                                           COERCE_EXPLICIT_CAST, -1);
         return cast != nullptr && !contain_mutable_functions(cast);
     });
 }

@@ -16,22 +16,22 @@ namespace pg_idempotent::pg {
 
 struct Column {
     std::string name;
-    int number = 0;               // attnum
+    int number = 0;  // attnum
     std::uint32_t type_oid = 0;
     std::int32_t typmod = -1;
     std::uint32_t collation = 0;
     bool not_null = false;
-    char generated = '\0';        // attgenerated: 's' = stored generated
-    char identity = '\0';         // attidentity: 'a' always, 'd' by default
-    std::string type_name;        // format_type_with_typemod, for messages
-    std::string qualified_type;   // always schema-qualified, for SQL (casts)
+    char generated = '\0';       // attgenerated: 's' = stored generated
+    char identity = '\0';        // attidentity: 'a' always, 'd' by default
+    std::string type_name;       // format_type_with_typemod, for messages
+    std::string qualified_type;  // always schema-qualified, for SQL (casts)
 };
 
 struct UniqueIndex {
     std::string name;
     bool primary = false;
-    bool usable = false;                // valid, immediate, plain columns, no predicate
-    std::vector<std::string> columns;   // key columns, in index order
+    bool usable = false;               // valid, immediate, plain columns, no predicate
+    std::vector<std::string> columns;  // key columns, in index order
 };
 
 struct Relation {

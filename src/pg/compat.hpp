@@ -57,8 +57,8 @@ inline void init_insert_range_table(EState* estate, Oid relid, char relkind, LOC
 // Whether the slot's row would conflict on the arbiter indexes, waiting for
 // in-progress inserters; the conflicting row's TID in *conflict (18 added
 // the TID of the row being updated: none here).
-inline bool check_index_constraints(ResultRelInfo* rri, TupleTableSlot* slot, EState* estate,
-                                    ItemPointer conflict, List* arbiters)
+inline bool check_index_constraints(ResultRelInfo* rri, TupleTableSlot* slot, EState* estate, ItemPointer conflict,
+                                    List* arbiters)
 {
 #if PG_VERSION_NUM >= 180000
     return ExecCheckIndexConstraints(rri, slot, estate, conflict, nullptr, arbiters);

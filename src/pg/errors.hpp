@@ -71,10 +71,8 @@ inline constexpr const char* kKeyHashCollision = "ID003";
 
 class UserError : public std::exception {
 public:
-    UserError(const char* code, std::string message, std::string detail = {},
-              std::string hint = {})
-        : code_(code), message_(std::move(message)), detail_(std::move(detail)),
-          hint_(std::move(hint))
+    UserError(const char* code, std::string message, std::string detail = {}, std::string hint = {})
+        : code_(code), message_(std::move(message)), detail_(std::move(detail)), hint_(std::move(hint))
     {
     }
     const char* code() const noexcept { return code_; }

@@ -171,11 +171,9 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
         clip_to_characters(g_pending.detail);
         clip_to_characters(g_pending.hint);
         const char* c = g_pending.code;
-        ereport(ERROR,
-                (errcode(MAKE_SQLSTATE(c[0], c[1], c[2], c[3], c[4])),
-                 errmsg_internal("%s", g_pending.message),
-                 g_pending.detail[0] ? errdetail_internal("%s", g_pending.detail) : 0,
-                 g_pending.hint[0] ? errhint("%s", g_pending.hint) : 0));
+        ereport(ERROR, (errcode(MAKE_SQLSTATE(c[0], c[1], c[2], c[3], c[4])), errmsg_internal("%s", g_pending.message),
+                        g_pending.detail[0] ? errdetail_internal("%s", g_pending.detail) : 0,
+                        g_pending.hint[0] ? errhint("%s", g_pending.hint) : 0));
         break;
     }
     case Outcome::kOutOfMemory:
@@ -183,8 +181,8 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
         break;
     case Outcome::kCppError:
         clip_to_characters(g_pending.message);
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("internal error in pg_idempotent: %s", g_pending.message)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("internal error in pg_idempotent: %s", g_pending.message)));
         break;
     }
     return result;

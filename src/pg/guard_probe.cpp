@@ -106,9 +106,8 @@ std::int64_t probe_restore()
     pg::in_rolled_back_subtransaction([&] {
         try {
             pg::as_extension_owner([&] {
-                pg::with_canonical_settings([&] {
-                    pg::with_lock_timeout("1ms", [&] { spi.execute("SELECT 1 OPERATOR(pg_catalog./) 0"); });
-                });
+                pg::with_canonical_settings(
+                    [&] { pg::with_lock_timeout("1ms", [&] { spi.execute("SELECT 1 OPERATOR(pg_catalog./) 0"); }); });
             });
         } catch (const pg::PgError&) {
             check("a PostgreSQL error as the extension owner, under lock_timeout and the canonical settings");
@@ -174,8 +173,8 @@ std::int64_t boundary_probe(const std::string& action, const std::optional<std::
         spi.finish();
         return static_cast<std::int64_t>(total);
     }
-    throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "unknown boundary probe action \"" + action + "\"",
-                        {}, "Use destructed, entry, longjmp, restore, throw, bad_alloc, user_error, run or loop.");
+    throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "unknown boundary probe action \"" + action + "\"", {},
+                        "Use destructed, entry, longjmp, restore, throw, bad_alloc, user_error, run or loop.");
 }
 
 }  // namespace pg_idempotent

@@ -8,17 +8,20 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
-#include "utils/resowner.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 }
 
 namespace pg_idempotent::pg {
 
-std::uint32_t current_user_id() { return GetUserId(); }
+std::uint32_t current_user_id()
+{
+    return GetUserId();
+}
 
 std::string current_user_name()
 {
@@ -73,11 +76,11 @@ void require_table_privileges(std::uint32_t relation, std::initializer_list<Tabl
         });
         if (!ok) {
             const char* rel = pg_call([&]() noexcept { return get_rel_name(relation); });
-            throw UserError(sqlstate::kInsufficientPrivilege,
-                            "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
-                            std::string(why) + " needs the " + name + " privilege on it.",
-                            "Ask its owner to GRANT " + std::string(name) + " on it to role \"" +
-                                current_user_name() + "\".");
+            throw UserError(
+                sqlstate::kInsufficientPrivilege,
+                "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+                std::string(why) + " needs the " + name + " privilege on it.",
+                "Ask its owner to GRANT " + std::string(name) + " on it to role \"" + current_user_name() + "\".");
         }
     }
 }
@@ -88,8 +91,7 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
     const Oid owner = pg_call([&]() noexcept {
         HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
         if (!HeapTupleIsValid(tup))
-            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                            errmsg("relation with OID %u does not exist", relation)));
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relation)));
         auto* form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
         row_security = form->relrowsecurity;
         const Oid o = form->relowner;
@@ -116,10 +118,10 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
                                                               : "DELETE";
     if (!pg_call([&]() noexcept { return pg_class_aclcheck(relation, GetUserId(), mode) == ACLCHECK_OK; })) {
         const char* rel = pg_call([&]() noexcept { return get_rel_name(relation); });
-        throw UserError(sqlstate::kInsufficientPrivilege,
-                        "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
-                        std::string(why) + " needs the " + name + " privilege on the whole table.",
-                        "Ask its owner to GRANT " + std::string(name) + " on it to role \"" + current_user_name() + "\".");
+        throw UserError(
+            sqlstate::kInsufficientPrivilege, "permission denied for table " + std::string(rel != nullptr ? rel : "?"),
+            std::string(why) + " needs the " + name + " privilege on the whole table.",
+            "Ask its owner to GRANT " + std::string(name) + " on it to role \"" + current_user_name() + "\".");
     }
 }
 

@@ -71,7 +71,10 @@ SettingsScope::SettingsScope(const Settings& settings)
     }
 }
 
-SettingsScope::~SettingsScope() { leave_nest_level(nest_level_); }
+SettingsScope::~SettingsScope()
+{
+    leave_nest_level(nest_level_);
+}
 
 void with_settings(const Settings& settings, const std::function<void()>& fn)
 {
@@ -84,9 +87,15 @@ bool override_identity()
     return override_identity_setting;
 }
 
-HistoryMode history_mode() { return static_cast<HistoryMode>(history_setting); }
+HistoryMode history_mode()
+{
+    return static_cast<HistoryMode>(history_setting);
+}
 
-bool transaction_is_read_only() { return XactReadOnly || RecoveryInProgress(); }
+bool transaction_is_read_only()
+{
+    return XactReadOnly || RecoveryInProgress();
+}
 
 void with_lock_timeout(const std::string& value, const std::function<void()>& fn)
 {

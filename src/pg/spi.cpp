@@ -89,7 +89,8 @@ SpiArgs convert_params(const Params& params)
             break;
         case Param::Type::kTextArray: {
             const int m = static_cast<int>(p.array.size());
-            Datum* elems = pg_call([&]() noexcept { return static_cast<Datum*>(palloc(sizeof(Datum) * (m > 0 ? m : 1))); });
+            Datum* elems =
+                pg_call([&]() noexcept { return static_cast<Datum*>(palloc(sizeof(Datum) * (m > 0 ? m : 1))); });
             for (int j = 0; j < m; ++j) {
                 const std::string& s = p.array[static_cast<std::size_t>(j)];
                 elems[j] = pg_call([&]() noexcept {
@@ -152,26 +153,30 @@ void check_spi(int rc, const char* what)
     // not an error: they are the caller's mistakes, reported as PL/pgSQL
     // reports them (0A000), not as internal errors.
     if (rc == SPI_ERROR_TRANSACTION) {
-        throw UserError(sqlstate::kFeatureNotSupported, "transaction control statements cannot run inside a pg_idempotent function",
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "transaction control statements cannot run inside a pg_idempotent function",
                         "The statement would run inside the caller's transaction, which it cannot end.",
                         "Commit or roll back in the caller, after the function returns.");
     }
     if (rc == SPI_ERROR_COPY) {
-        throw UserError(sqlstate::kFeatureNotSupported, "COPY to or from the client cannot run inside a pg_idempotent function", {},
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "COPY to or from the client cannot run inside a pg_idempotent function", {},
                         "Use COPY to or from a file, or INSERT ... SELECT.");
     }
     if (rc < 0) {
         // A negative code is a misuse of SPI, not a user error: report it as
         // an internal error naming the call.
         throw UserError(sqlstate::kInternalError,
-                        std::string("SPI call failed in pg_idempotent: ") + what + ": " +
-                            SPI_result_code_string(rc));
+                        std::string("SPI call failed in pg_idempotent: ") + what + ": " + SPI_result_code_string(rc));
     }
 }
 
 }  // namespace
 
-SpiSession::SpiSession() { connect(); }
+SpiSession::SpiSession()
+{
+    connect();
+}
 
 void SpiSession::connect()
 {
@@ -237,8 +242,7 @@ void execute_with_args(const std::string& sql, const SpiArgs& args, bool hide_st
     int rc = 0;
     try {
         rc = pg_call([&]() noexcept {
-            return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values,
-                                         args.nulls, false, 0);
+            return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values, args.nulls, false, 0);
         });
     } catch (PgError& e) {
         if (hide_statement)
@@ -321,8 +325,7 @@ void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Pa
     if (plan == nullptr)
         check_spi(SPI_result, "SPI_prepare");
     if (!pg_call([&]() noexcept { return SPI_is_cursor_plan(plan); })) {
-        throw UserError(sqlstate::kInvalidParameterValue,
-                        "query must be a single statement that returns rows",
+        throw UserError(sqlstate::kInvalidParameterValue, "query must be a single statement that returns rows",
                         "The query was: " + sql,
                         "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
     }
@@ -338,8 +341,8 @@ void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Pa
     check_spi(rc, "SPI_execute_plan_extended");
 }
 
-void SpiSession::return_rows(const ResultSet& out_set, const std::string& sql,
-                             const Params& params, bool hide_statement)
+void SpiSession::return_rows(const ResultSet& out_set, const std::string& sql, const Params& params,
+                             bool hide_statement)
 {
     FunctionCallInfoBaseData* fcinfo = out_set.call();
     connect();
@@ -400,13 +403,14 @@ void return_text_rows(const ResultSet& out, const std::vector<Row>& rows)
 
 std::string lock_timeout_setting(SpiSession& spi, const std::string& interval)
 {
-    auto r = spi.query("SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
-                       " THEN pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.interval)"
-                       " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
-                       {Param::of_text(interval)});
+    auto r = spi.query(
+        "SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval"
+        " THEN pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.interval)"
+        " OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8::pg_catalog.text END",
+        {Param::of_text(interval)});
     if (!r.rows.at(0)[0])
-        throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval",
-                        {}, "Pass NULL to keep the session's own lock_timeout.");
+        throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval", {},
+                        "Pass NULL to keep the session's own lock_timeout.");
     return *r.rows[0][0] + "ms";
 }
 

@@ -106,8 +106,8 @@ public:
     // set-returning function (materialize mode; column types must match).
     // hide_statement: the SQL is the extension's own (possibly long); errors
     // from it reach the client without the statement text as CONTEXT.
-    void return_rows(const ResultSet& out, const std::string& sql,
-                     const Params& params = {}, bool hide_statement = false);
+    void return_rows(const ResultSet& out, const std::string& sql, const Params& params = {},
+                     bool hide_statement = false);
 
 private:
     bool connected_ = false;

@@ -70,6 +70,9 @@ bool try_in_subtransaction(const std::function<void()>& fn, std::string* error)
     return !failed;
 }
 
-std::uint32_t local_transaction_id() { return MyProc != nullptr ? compat::my_local_transaction_id() : 0; }
+std::uint32_t local_transaction_id()
+{
+    return MyProc != nullptr ? compat::my_local_transaction_id() : 0;
+}
 
 }  // namespace pg_idempotent::pg

@@ -20,11 +20,8 @@ namespace {
 
 // The canonical settings (docs/checkpoints.md).
 const Settings kCanonical = {
-    {"DateStyle", "ISO, YMD"},
-    {"TimeZone", "UTC"},
-    {"IntervalStyle", "postgres"},
-    {"extra_float_digits", "1"},
-    {"bytea_output", "hex"},
+    {"DateStyle", "ISO, YMD"},   {"TimeZone", "UTC"},     {"IntervalStyle", "postgres"},
+    {"extra_float_digits", "1"}, {"bytea_output", "hex"},
 };
 
 }  // namespace
@@ -50,8 +47,8 @@ int compare_values(const TypedValue& a, const TypedValue& b)
     return pg_call([&]() noexcept {
         TypeCacheEntry* entry = lookup_type_cache(a.type, TYPECACHE_CMP_PROC_FINFO);
         const Oid collation = OidIsValid(entry->typcollation) ? entry->typcollation : InvalidOid;
-        return DatumGetInt32(FunctionCall2Coll(&entry->cmp_proc_finfo, collation,
-                                               static_cast<Datum>(a.datum), static_cast<Datum>(b.datum)));
+        return DatumGetInt32(FunctionCall2Coll(&entry->cmp_proc_finfo, collation, static_cast<Datum>(a.datum),
+                                               static_cast<Datum>(b.datum)));
     });
 }
 
@@ -142,8 +139,7 @@ std::uint32_t trusted_state_type(std::uint32_t type)
     // value stored as one could never be read back, by anyone.
     if (kind == TYPTYPE_PSEUDO)
         throw UserError(sqlstate::kDatatypeMismatch, "a value of type " + type_display(base) + " cannot be kept",
-                        "It has no input function to read the stored text back.",
-                        "Cast it to a named type.");
+                        "It has no input function to read the stored text back.", "Cast it to a named type.");
     if (!pg_call([&]() noexcept { return superuser_arg(owner); })) {
         const char* name = pg_call([&]() noexcept { return GetUserNameFromId(owner, true); });
         const std::string role = name != nullptr ? name : std::to_string(owner);

@@ -6,16 +6,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
-#include <functional>
 
 namespace pg_idempotent::pg {
 
 struct TypedValue {
-    std::uintptr_t datum = 0;   // a Datum, valid in the memory context it came from
-    std::uint32_t type = 0;     // type OID
+    std::uintptr_t datum = 0;  // a Datum, valid in the memory context it came from
+    std::uint32_t type = 0;    // type OID
     bool is_null = true;
 };
 

@@ -71,9 +71,9 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
 {
     MemoryContext context = nullptr;
     if (!AggCheckCallContext(fcinfo, &context))
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("%s can only be called by its aggregate", caller),
-                        errhint("Use idem.checksum or idem.checksum_query.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s can only be called by its aggregate", caller),
+                 errhint("Use idem.checksum or idem.checksum_query.")));
     return context;
 }
 
@@ -94,8 +94,8 @@ CallInfo* call_info(FunctionCallInfo fcinfo)
     const int n = PG_NARGS() - 1;
     call = static_cast<CallInfo*>(MemoryContextAllocZero(context, sizeof(CallInfo)));
     call->argument_count = n;
-    call->arguments =
-        static_cast<ArgumentInfo*>(MemoryContextAlloc(context, sizeof(ArgumentInfo) * static_cast<Size>(n > 0 ? n : 1)));
+    call->arguments = static_cast<ArgumentInfo*>(
+        MemoryContextAlloc(context, sizeof(ArgumentInfo) * static_cast<Size>(n > 0 ? n : 1)));
     for (int i = 0; i < n; ++i) {
         const Oid type = get_fn_expr_argtype(fcinfo->flinfo, i + 1);
         if (!OidIsValid(type))
@@ -173,9 +173,8 @@ char* digest_text(const core::MultisetDigest& digest, std::size_t extra)
     const std::size_t room = 64 + extra;
     char* text = static_cast<char*>(palloc(room));
     const core::Digest128 sum = digest.sum();
-    snprintf(text, 64, "%s:%llu:%016llx%016llx", core::kChecksumFormat,
-             static_cast<unsigned long long>(digest.count()), static_cast<unsigned long long>(sum.hi),
-             static_cast<unsigned long long>(sum.lo));
+    snprintf(text, 64, "%s:%llu:%016llx%016llx", core::kChecksumFormat, static_cast<unsigned long long>(digest.count()),
+             static_cast<unsigned long long>(sum.hi), static_cast<unsigned long long>(sum.lo));
     return text;
 }
 

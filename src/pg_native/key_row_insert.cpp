@@ -51,10 +51,18 @@ struct ColumnSpec {
 };
 
 const ColumnSpec kColumns[kColumnCount] = {
-    {"scope", TEXTOID},          {"key_hash", UUIDOID},         {"key", TEXTOID},
-    {"fingerprint", TEXTOID},    {"state", TEXTOID},            {"result", JSONBOID},
-    {"recovery_point", TEXTOID}, {"lease", INTERVALOID},        {"claimed_at", TIMESTAMPTZOID},
-    {"completed_at", TIMESTAMPTZOID}, {"lease_until", TIMESTAMPTZOID}, {"claimed_by", XID8OID},
+    {"scope", TEXTOID},
+    {"key_hash", UUIDOID},
+    {"key", TEXTOID},
+    {"fingerprint", TEXTOID},
+    {"state", TEXTOID},
+    {"result", JSONBOID},
+    {"recovery_point", TEXTOID},
+    {"lease", INTERVALOID},
+    {"claimed_at", TIMESTAMPTZOID},
+    {"completed_at", TIMESTAMPTZOID},
+    {"lease_until", TIMESTAMPTZOID},
+    {"claimed_by", XID8OID},
 };
 
 // Index into the tuple descriptor of each column; false unless the table has
@@ -163,8 +171,8 @@ struct ClaimTarget {
 bool open_keys_table(Oid relid, ClaimTarget* t)
 {
     t->rel = table_open(relid, RowExclusiveLock);
-    if (t->rel->rd_rel->relkind != RELKIND_RELATION || t->rel->trigdesc != nullptr ||
-        t->rel->rd_rel->relrowsecurity || !map_columns(RelationGetDescr(t->rel), t->at)) {
+    if (t->rel->rd_rel->relkind != RELKIND_RELATION || t->rel->trigdesc != nullptr || t->rel->rd_rel->relrowsecurity ||
+        !map_columns(RelationGetDescr(t->rel), t->at)) {
         table_close(t->rel, NoLock);
         return false;
     }
@@ -315,8 +323,8 @@ void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k)
                                                 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
         set_column(t, kState, CStringGetTextDatum("in_progress"));
         set_column(t, kLease, lease);
-        set_column(t, kLeaseUntil, DirectFunctionCall2(timestamptz_pl_interval,
-                                                       TimestampTzGetDatum(GetCurrentTimestamp()), lease));
+        set_column(t, kLeaseUntil,
+                   DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()), lease));
     } else {
         set_column(t, kState, CStringGetTextDatum("done"));
     }

@@ -27,10 +27,8 @@ struct RowDigestReceiver {
 void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
-    r->context = AllocSetContextCreate(CurrentMemoryContext, "pg_idempotent row image",
-                                       ALLOCSET_SMALL_SIZES);
-    r->row_context = AllocSetContextCreate(r->context, "pg_idempotent row image copies",
-                                           ALLOCSET_DEFAULT_SIZES);
+    r->context = AllocSetContextCreate(CurrentMemoryContext, "pg_idempotent row image", ALLOCSET_SMALL_SIZES);
+    r->row_context = AllocSetContextCreate(r->context, "pg_idempotent row image copies", ALLOCSET_DEFAULT_SIZES);
     const int natts = typeinfo->natts;
     r->columns = static_cast<ColumnInfo*>(
         MemoryContextAlloc(r->context, sizeof(ColumnInfo) * static_cast<std::size_t>(natts > 0 ? natts : 1)));
@@ -93,8 +91,7 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
     if (slot->tts_tupleDescriptor->natts != r->natts)
-        elog(ERROR, "row digest receiver: %d columns expected, got %d", r->natts,
-             slot->tts_tupleDescriptor->natts);
+        elog(ERROR, "row digest receiver: %d columns expected, got %d", r->natts, slot->tts_tupleDescriptor->natts);
     slot_getallattrs(slot);
 
     const DigestTargets& t = r->targets;
@@ -133,7 +130,10 @@ void receiver_shutdown(DestReceiver* self)
     }
 }
 
-void receiver_destroy(DestReceiver* self) { pfree(self); }
+void receiver_destroy(DestReceiver* self)
+{
+    pfree(self);
+}
 
 }  // namespace
 

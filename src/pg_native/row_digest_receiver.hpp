@@ -8,8 +8,8 @@
 
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
-#include "pg_native/digest_targets.hpp"
 #include "pg/postgres.hpp"
+#include "pg_native/digest_targets.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -23,7 +23,7 @@ DestReceiver* make_row_digest_receiver(const DigestTargets& targets);
 // so a caller in a loop resets its context only when there is something to
 // free. Inline: the digest receiver calls it for every column of every row.
 pg_attribute_always_inline bool feed_column_image(core::RowHasher* hasher, Datum value, bool isnull, int16 typlen,
-                              bool typbyval)
+                                                  bool typbyval)
 {
     if (isnull) {
         hasher->add_null();

@@ -4,10 +4,10 @@
 
 extern "C" {
 #include "access/heapam.h"
-#include "access/transam.h"
-#include "access/xact.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "storage/bufmgr.h"
 #include "storage/predicate.h"

@@ -33,16 +33,14 @@ struct Checksum {
     std::uint64_t count;
 };
 
-std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables,
-                                     const std::vector<std::string>& exclude)
+std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables, const std::vector<std::string>& exclude)
 {
     std::vector<Watched> out;
     std::set<std::string> used;
     for (const auto oid : tables) {
         Watched w{pg::describe_relation(oid), {}};
         if (std::string("rpvmf").find(w.rel.kind) == std::string::npos)
-            throw UserError(sqlstate::kWrongObjectType,
-                            "\"" + w.rel.display + "\" is not a table or view");
+            throw UserError(sqlstate::kWrongObjectType, "\"" + w.rel.display + "\" is not a table or view");
         std::vector<std::string> cols;
         for (const auto& c : w.rel.columns) {
             bool skip = false;
@@ -61,7 +59,8 @@ std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables,
     // table has is a typo, and a typo must not silently pass.
     for (const auto& e : exclude)
         if (used.count(e) == 0)
-            throw UserError(sqlstate::kUndefinedColumn, "exclude_columns names \"" + e + "\", which none of the tables has");
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "exclude_columns names \"" + e + "\", which none of the tables has");
     return out;
 }
 
@@ -79,8 +78,7 @@ std::map<std::string, std::int64_t> row_counts(pg::SpiSession& spi, const Watche
 // Up to five rows the run has more copies of than run 1 (their content) and
 // how many copies of run 1's rows it lacks (deleted rows cannot be shown:
 // only their digests were kept).
-std::string describe_difference(pg::SpiSession& spi, const Watched& w,
-                                const std::map<std::string, std::int64_t>& first,
+std::string describe_difference(pg::SpiSession& spi, const Watched& w, const std::map<std::string, std::int64_t>& first,
                                 const std::map<std::string, std::int64_t>& now)
 {
     std::vector<std::string> extra;
@@ -115,9 +113,8 @@ std::string describe_difference(pg::SpiSession& spi, const Watched& w,
 
 }  // namespace
 
-void assert_rerun_safe(const pg::ResultSet& out, const std::string& job,
-                       const std::vector<std::uint32_t>& tables, std::int32_t runs,
-                       const std::vector<std::string>& exclude_columns, bool rollback)
+void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const std::vector<std::uint32_t>& tables,
+                       std::int32_t runs, const std::vector<std::string>& exclude_columns, bool rollback)
 {
     if (tables.empty())
         throw UserError(sqlstate::kInvalidParameterValue, "tables must name at least one table");
@@ -148,13 +145,12 @@ void assert_rerun_safe(const pg::ResultSet& out, const std::string& job,
                     continue;
                 const std::string detail =
                     describe_difference(spi, watched[t], first_counts[t], row_counts(spi, watched[t]));
-                throw UserError(sqlstate::kNotRerunSafe,
-                                "job is not rerun-safe: run " + std::to_string(run) + " changed \"" +
-                                    watched[t].rel.display + "\"",
-                                "Run 1 left " + first + ", run " + std::to_string(run) + " left " + d.text() + ".\n" +
-                                    detail,
-                                "Make the job overwrite or merge its unit of work instead of appending; exclude "
-                                "columns that legitimately change (exclude_columns), such as load timestamps.");
+                throw UserError(
+                    sqlstate::kNotRerunSafe,
+                    "job is not rerun-safe: run " + std::to_string(run) + " changed \"" + watched[t].rel.display + "\"",
+                    "Run 1 left " + first + ", run " + std::to_string(run) + " left " + d.text() + ".\n" + detail,
+                    "Make the job overwrite or merge its unit of work instead of appending; exclude "
+                    "columns that legitimately change (exclude_columns), such as load timestamps.");
             }
         }
     };
@@ -165,7 +161,8 @@ void assert_rerun_safe(const pg::ResultSet& out, const std::string& job,
 
     std::vector<pg::Row> rows;
     for (const auto& c : results)
-        rows.push_back({std::to_string(c.run), std::to_string(watched[c.table].rel.oid), std::to_string(c.count), c.text});
+        rows.push_back(
+            {std::to_string(c.run), std::to_string(watched[c.table].rel.oid), std::to_string(c.count), c.text});
     pg::return_text_rows(out, rows);
     spi.finish();
 }

@@ -10,8 +10,7 @@
 
 namespace pg_idempotent {
 
-void assert_rerun_safe(const pg::ResultSet& out, const std::string& job,
-                       const std::vector<std::uint32_t>& tables, std::int32_t runs,
-                       const std::vector<std::string>& exclude_columns, bool rollback);
+void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const std::vector<std::uint32_t>& tables,
+                       std::int32_t runs, const std::vector<std::string>& exclude_columns, bool rollback);
 
 }  // namespace pg_idempotent

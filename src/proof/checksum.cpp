@@ -24,27 +24,24 @@ void require_readable_kind(const pg::Relation& rel)
 {
     static const std::string kReadable = "rpvmf";
     if (kReadable.find(rel.kind) == std::string::npos) {
-        throw UserError(sqlstate::kWrongObjectType,
-                        "\"" + rel.display + "\" is not a table or view",
-                        "Only tables, partitioned tables, views, materialized views and foreign tables have rows to checksum.");
+        throw UserError(
+            sqlstate::kWrongObjectType, "\"" + rel.display + "\" is not a table or view",
+            "Only tables, partitioned tables, views, materialized views and foreign tables have rows to checksum.");
     }
 }
 
 // The live columns of rel minus exclude_columns; an excluded name the relation
 // does not have is an error (a typo must not silently checksum everything).
-std::vector<const pg::Column*> kept_columns(const pg::Relation& rel,
-                                            const std::vector<std::string>& exclude)
+std::vector<const pg::Column*> kept_columns(const pg::Relation& rel, const std::vector<std::string>& exclude)
 {
     std::set<std::string> excluded;
     for (const auto& name : exclude) {
-        const bool known = std::any_of(rel.columns.begin(), rel.columns.end(),
-                                       [&](const pg::Column& c) { return c.name == name; });
+        const bool known =
+            std::any_of(rel.columns.begin(), rel.columns.end(), [&](const pg::Column& c) { return c.name == name; });
         if (!known) {
             throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + name + "\" of relation \"" + rel.display +
-                                "\" does not exist",
-                            "It was named in exclude_columns.",
-                            "Column names are matched exactly, case included.");
+                            "column \"" + name + "\" of relation \"" + rel.display + "\" does not exist",
+                            "It was named in exclude_columns.", "Column names are matched exactly, case included.");
         }
         excluded.insert(name);
     }
@@ -73,8 +70,8 @@ std::string checksum_relation(std::uint32_t relation, const std::vector<std::str
     const pg::Relation rel = pg::describe_relation(relation);
     require_readable_kind(rel);
     const auto kept = kept_columns(rel, exclude_columns);
-    const std::string digest = pg::digest_select_text(spi, select_kept(rel, kept), kept.size(),
-                                                        sql_has(SqlFeature::kDigestAggregate));
+    const std::string digest =
+        pg::digest_select_text(spi, select_kept(rel, kept), kept.size(), sql_has(SqlFeature::kDigestAggregate));
     spi.finish();
     return digest;
 }
@@ -102,18 +99,16 @@ void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
     const auto ka = kept_columns(ra, exclude_columns);
     const auto kb = kept_columns(rb, exclude_columns);
     if (ka.size() != kb.size()) {
-        throw UserError(sqlstate::kDatatypeMismatch,
-                        "cannot diff relations with different columns",
-                        "\"" + ra.name + "\" has " + std::to_string(ka.size()) + " columns and \"" +
-                            rb.name + "\" has " + std::to_string(kb.size()) + " (after exclude_columns).");
+        throw UserError(sqlstate::kDatatypeMismatch, "cannot diff relations with different columns",
+                        "\"" + ra.name + "\" has " + std::to_string(ka.size()) + " columns and \"" + rb.name +
+                            "\" has " + std::to_string(kb.size()) + " (after exclude_columns).");
     }
     for (std::size_t i = 0; i < ka.size(); ++i) {
         if (ka[i]->type_oid != kb[i]->type_oid || ka[i]->typmod != kb[i]->typmod) {
             throw UserError(sqlstate::kDatatypeMismatch,
-                            "cannot diff relations whose column " + std::to_string(i + 1) +
-                                " has different types",
-                            "Column \"" + ka[i]->name + "\" is " + ka[i]->type_name + " and column \"" +
-                                kb[i]->name + "\" is " + kb[i]->type_name + ".",
+                            "cannot diff relations whose column " + std::to_string(i + 1) + " has different types",
+                            "Column \"" + ka[i]->name + "\" is " + ka[i]->type_name + " and column \"" + kb[i]->name +
+                                "\" is " + kb[i]->type_name + ".",
                             "Rows are compared by their stored image, so columns must match in order and type.");
         }
     }
@@ -124,16 +119,24 @@ void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
     const std::string sql =
         "WITH counted AS MATERIALIZED ("
         " SELECT u.h, pg_catalog.sum(u.w)::pg_catalog.int8 AS n FROM ("
-        "  SELECT idem._row_digest(s) AS h, 1 AS w FROM (" + sa + ") s"
+        "  SELECT idem._row_digest(s) AS h, 1 AS w FROM (" +
+        sa +
+        ") s"
         "  UNION ALL"
-        "  SELECT idem._row_digest(s) AS h, -1 AS w FROM (" + sb + ") s) u"
+        "  SELECT idem._row_digest(s) AS h, -1 AS w FROM (" +
+        sb +
+        ") s) u"
         " GROUP BY u.h HAVING pg_catalog.sum(u.w) OPERATOR(pg_catalog.<>) 0"
         " ORDER BY u.h LIMIT $1),"
         " samples AS ("
         " SELECT DISTINCT ON (x.h) x.h, x.row_data FROM ("
-        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" + sa + ") s"
+        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" +
+        sa +
+        ") s"
         "  UNION ALL"
-        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" + sb + ") s) x"
+        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" +
+        sb +
+        ") s) x"
         " WHERE x.h OPERATOR(pg_catalog.=) ANY (SELECT c.h FROM counted c)"
         " ORDER BY x.h)"
         " SELECT CASE WHEN c.n OPERATOR(pg_catalog.>) 0 THEN 'a' ELSE 'b' END::pg_catalog.text AS side,"

@@ -43,24 +43,25 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
         throw UserError(sqlstate::kInvalidParameterValue, "dataset must not be empty");
     // parse_ident understands quoting exactly as the parser does; a bare name
     // lands in the caller's current schema, like CREATE VIEW would.
-    auto r = spi.query("SELECT p[1], p[2], pg_catalog.array_length(p, 1)::pg_catalog.text, pg_catalog.current_schema()"
-                       " FROM pg_catalog.parse_ident($1) AS p",
-                       {Param::of_text(dataset)});
+    auto r = spi.query(
+        "SELECT p[1], p[2], pg_catalog.array_length(p, 1)::pg_catalog.text, pg_catalog.current_schema()"
+        " FROM pg_catalog.parse_ident($1) AS p",
+        {Param::of_text(dataset)});
     const auto& row = r.rows.at(0);
     const int parts = std::stoi(row[2].value_or("0"));
     Dataset d;
     if (parts == 1) {
         if (!row[3])
-            throw UserError(sqlstate::kInvalidSchemaName, "no schema has been selected to create the dataset in",
-                            {}, "Qualify the dataset name with its schema.");
+            throw UserError(sqlstate::kInvalidSchemaName, "no schema has been selected to create the dataset in", {},
+                            "Qualify the dataset name with its schema.");
         d.schema = *row[3];
         d.name = row[0].value_or("");
     } else if (parts == 2) {
         d.schema = row[0].value_or("");
         d.name = row[1].value_or("");
     } else {
-        throw UserError(sqlstate::kInvalidName, "dataset name \"" + dataset + "\" has too many dots",
-                        {}, "Name the view as view or schema.view.");
+        throw UserError(sqlstate::kInvalidName, "dataset name \"" + dataset + "\" has too many dots", {},
+                        "Name the view as view or schema.view.");
     }
     d.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(d.name);
     d.display = d.schema + "." + d.name;
@@ -86,15 +87,17 @@ State lock_state(pg::SpiSession& spi, const Dataset& d)
 {
     State s;
     pg::as_extension_owner([&] {
-        spi.query_saved("INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
-                        " ON CONFLICT (schema_name, view_name) DO NOTHING",
-                        {Param::of_text(d.schema), Param::of_text(d.name)});
-        auto r = spi.query_saved(std::string("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text,") +
-                                 (has_registry() ? " view_relid::pg_catalog.oid::pg_catalog.text, owner::pg_catalog.oid::pg_catalog.text"
-                                                 : " NULL, NULL") +
-                                 " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
-                                 " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-                                 {Param::of_text(d.schema), Param::of_text(d.name)});
+        spi.query_saved(
+            "INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
+            " ON CONFLICT (schema_name, view_name) DO NOTHING",
+            {Param::of_text(d.schema), Param::of_text(d.name)});
+        auto r = spi.query_saved(
+            std::string("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text,") +
+                (has_registry() ? " view_relid::pg_catalog.oid::pg_catalog.text, owner::pg_catalog.oid::pg_catalog.text"
+                                : " NULL, NULL") +
+                " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
+                " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
+            {Param::of_text(d.schema), Param::of_text(d.name)});
         const auto& row = r.rows.at(0);
         if (row[0])
             s.current = std::stoi(*row[0]);
@@ -119,11 +122,12 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
 {
     std::vector<Version> out;
     pg::as_extension_owner([&] {
-        auto r = spi.query_saved("SELECT version::pg_catalog.text, relation::pg_catalog.oid::pg_catalog.text, checksum,"
-                                 " pinned::pg_catalog.text, row_count::pg_catalog.text FROM idem.dataset_versions"
-                                 " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
-                                 " ORDER BY version",
-                                 {Param::of_text(d.schema), Param::of_text(d.name)});
+        auto r = spi.query_saved(
+            "SELECT version::pg_catalog.text, relation::pg_catalog.oid::pg_catalog.text, checksum,"
+            " pinned::pg_catalog.text, row_count::pg_catalog.text FROM idem.dataset_versions"
+            " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
+            " ORDER BY version",
+            {Param::of_text(d.schema), Param::of_text(d.name)});
         for (const auto& row : r.rows)
             out.push_back(Version{std::stoi(row[0].value_or("0")),
                                   static_cast<std::uint32_t>(std::stoul(row[1].value_or("0"))), row[2].value_or(""),
@@ -141,11 +145,12 @@ struct ExistingView {
 // The relation that holds the dataset's name now, if any.
 std::optional<ExistingView> existing_view(pg::SpiSession& spi, const Dataset& d)
 {
-    auto r = spi.query("SELECT c.oid::pg_catalog.text, c.relowner::pg_catalog.text, c.relkind::pg_catalog.text"
-                       " FROM pg_catalog.pg_class c"
-                       " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-                       " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
-                       {Param::of_text(d.schema), Param::of_text(d.name)});
+    auto r = spi.query(
+        "SELECT c.oid::pg_catalog.text, c.relowner::pg_catalog.text, c.relkind::pg_catalog.text"
+        " FROM pg_catalog.pg_class c"
+        " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
+        " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
+        {Param::of_text(d.schema), Param::of_text(d.name)});
     if (r.rows.empty())
         return std::nullopt;
     return ExistingView{static_cast<std::uint32_t>(std::stoul(r.rows[0][0].value_or("0"))),
@@ -197,13 +202,13 @@ void require_view_kept(pg::SpiSession& spi, const Dataset& d, std::optional<std:
     const bool same_view = view && (!before || *before == view->oid);
     if (same_view && (!owner || view->owner == *owner))
         return;
-    throw UserError(sqlstate::kDuplicateTable,
-                    "view \"" + d.display + "\" was created by another role while the version was built",
-                    view ? "It belongs to role \"" + pg::role_name(view->owner) + "\"" +
-                               (owner ? ", not to the dataset's registered owner \"" + pg::role_name(*owner) + "\"." : ".")
-                         : std::string(),
-                    "Nothing was published. Drop that view, or let its owner adopt it: SELECT idem.adopt(" +
-                        pg::quote_literal(d.qualified) + ").");
+    throw UserError(
+        sqlstate::kDuplicateTable, "view \"" + d.display + "\" was created by another role while the version was built",
+        view ? "It belongs to role \"" + pg::role_name(view->owner) + "\"" +
+                   (owner ? ", not to the dataset's registered owner \"" + pg::role_name(*owner) + "\"." : ".")
+             : std::string(),
+        "Nothing was published. Drop that view, or let its owner adopt it: SELECT idem.adopt(" +
+            pg::quote_literal(d.qualified) + ").");
 }
 
 void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
@@ -213,17 +218,19 @@ void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
     std::vector<std::string> cols;
     for (const auto& c : table.columns)
         cols.push_back(pg::quote_ident(c.name));
-    const std::string sql = "CREATE OR REPLACE VIEW " + d.qualified + " AS " + core::select_columns(cols, table.qualified);
+    const std::string sql =
+        "CREATE OR REPLACE VIEW " + d.qualified + " AS " + core::select_columns(cols, table.qualified);
     auto run = [&] {
         try {
             spi.execute(sql);
         } catch (pg::PgError& e) {
             if (pg::error_sqlstate(e) != sqlstate::kInvalidTableDefinition)
                 throw;
-            throw UserError(sqlstate::kInvalidTableDefinition,
-                            "the new version of dataset \"" + d.display + "\" removes, renames or retypes a column",
-                            "A version may append columns; the view readers query cannot lose or change one.",
-                            "Keep the old columns (add new ones at the end), or drop the view and its dependents first.");
+            throw UserError(
+                sqlstate::kInvalidTableDefinition,
+                "the new version of dataset \"" + d.display + "\" removes, renames or retypes a column",
+                "A version may append columns; the view readers query cannot lose or change one.",
+                "Keep the old columns (add new ones at the end), or drop the view and its dependents first.");
         }
     };
     if (lock_timeout)
@@ -238,13 +245,13 @@ void set_current(pg::SpiSession& spi, const Dataset& d, int version, std::option
 {
     const auto view = existing_view(spi, d);
     pg::as_extension_owner([&] {
-        spi.query_saved(std::string("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
-                                    " next_version = COALESCE($4::pg_catalog.int4, next_version), flipped_at = pg_catalog.now()") +
-                        (has_registry() ? ", view_relid = $5::pg_catalog.oid::pg_catalog.regclass" : "") +
-                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
-                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
-                         next ? Param::of_int4(*next) : Param::of_text(std::nullopt),
-                         Param::of_oid(view ? view->oid : 0)});
+        spi.query_saved(
+            std::string("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
+                        " next_version = COALESCE($4::pg_catalog.int4, next_version), flipped_at = pg_catalog.now()") +
+                (has_registry() ? ", view_relid = $5::pg_catalog.oid::pg_catalog.regclass" : "") +
+                " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
+             next ? Param::of_int4(*next) : Param::of_text(std::nullopt), Param::of_oid(view ? view->oid : 0)});
     });
 }
 
@@ -261,9 +268,10 @@ std::uint32_t registered_owner(pg::SpiSession& spi, const Dataset& d, const Stat
     }
     const std::uint32_t owner = pg::current_user_id();
     pg::as_extension_owner([&] {
-        spi.query_saved("UPDATE idem.datasets SET owner = $3::pg_catalog.oid::pg_catalog.regrole"
-                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
-                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(owner)});
+        spi.query_saved(
+            "UPDATE idem.datasets SET owner = $3::pg_catalog.oid::pg_catalog.regrole"
+            " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(owner)});
     });
     return owner;
 }
@@ -279,8 +287,9 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
         if (i < static_cast<std::size_t>(keep) || v.pinned || v.number == current)
             continue;
         std::string error;
-        auto exists = spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
-                                {Param::of_oid(v.relation)});
+        auto exists =
+            spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
+                      {Param::of_oid(v.relation)});
         bool dropped = true;
         if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
             const pg::Relation table = pg::describe_relation(v.relation, pg::RelationLock::kNone);  // DROP locks it
@@ -293,9 +302,10 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
             continue;
         }
         pg::as_extension_owner([&] {
-            spi.query_saved("DELETE FROM idem.dataset_versions WHERE schema_name OPERATOR(pg_catalog.=) $1"
-                            " AND view_name OPERATOR(pg_catalog.=) $2 AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4",
-                            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(v.number)});
+            spi.query_saved(
+                "DELETE FROM idem.dataset_versions WHERE schema_name OPERATOR(pg_catalog.=) $1"
+                " AND view_name OPERATOR(pg_catalog.=) $2 AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4",
+                {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(v.number)});
         });
     }
 }
@@ -303,8 +313,8 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
 // The run history's row for publish and rollback: the unit is the version
 // the view shows afterwards; rows are that version's. Only publishing a new
 // version writes rows (the version table); a rollback flips the view.
-void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* function, const Dataset& d,
-                    int version, const char* action, std::int64_t rows, bool changed)
+void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* function, const Dataset& d, int version,
+                    const char* action, std::int64_t rows, bool changed)
 {
     RunRecord run;
     run.function = function;
@@ -337,15 +347,16 @@ std::optional<int> same_as_current(pg::SpiSession& spi, const Dataset& d, const 
     std::optional<std::uint32_t> relation;
     std::optional<std::string> recorded_view;
     pg::as_extension_owner([&] {
-        auto r = spi.query_saved(std::string("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text,") +
-                                 (has_registry() ? " d.view_relid::pg_catalog.oid::pg_catalog.text" : " NULL") +
-                                 " FROM idem.datasets d JOIN idem.dataset_versions v"
-                                 " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
-                                 " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
-                                 " AND v.version OPERATOR(pg_catalog.=) d.current_version"
-                                 " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
-                                 " AND v.checksum OPERATOR(pg_catalog.=) $3",
-                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
+        auto r = spi.query_saved(
+            std::string("SELECT v.version::pg_catalog.text, v.relation::pg_catalog.oid::pg_catalog.text,") +
+                (has_registry() ? " d.view_relid::pg_catalog.oid::pg_catalog.text" : " NULL") +
+                " FROM idem.datasets d JOIN idem.dataset_versions v"
+                " ON v.schema_name OPERATOR(pg_catalog.=) d.schema_name"
+                " AND v.view_name OPERATOR(pg_catalog.=) d.view_name"
+                " AND v.version OPERATOR(pg_catalog.=) d.current_version"
+                " WHERE d.schema_name OPERATOR(pg_catalog.=) $1 AND d.view_name OPERATOR(pg_catalog.=) $2"
+                " AND v.checksum OPERATOR(pg_catalog.=) $3",
+            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(checksum)});
         if (!r.rows.empty()) {
             same = std::stoi(r.rows[0][0].value_or("0"));
             relation = static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0")));
@@ -354,9 +365,10 @@ std::optional<int> same_as_current(pg::SpiSession& spi, const Dataset& d, const 
     });
     if (!same)
         return std::nullopt;
-    auto view = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
-                          " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
-                          {Param::of_text(d.qualified), Param::of_oid(*relation)});
+    auto view = spi.query(
+        "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
+        " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
+        {Param::of_text(d.qualified), Param::of_oid(*relation)});
     if (!view.rows.at(0)[0] || !view.rows.at(0)[1] || (recorded_view && view.rows[0][0] != recorded_view))
         return std::nullopt;  // the view or the version table is gone, or another view: publish anew
     if (shape_of(pg::describe_relation(*relation).columns) != shape)
@@ -397,8 +409,8 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
                 pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
                                   " (immutable; readers query the view)"));
-    auto oid_rows = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text",
-                              {Param::of_text(t.qualified)});
+    auto oid_rows =
+        spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(t.qualified)});
     t.oid = static_cast<std::uint32_t>(std::stoul(oid_rows.rows.at(0).at(0).value_or("0")));
     t.checksum = pg::digest_statement_rows(spi, "SELECT * FROM " + t.qualified).text();
     if (owner != pg::current_user_id())
@@ -418,7 +430,8 @@ void run_audit(pg::SpiSession& spi, const Dataset& d, int version, const Version
                         "It returned " + std::to_string(r.rows.size()) + " rows of " +
                             std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
     if (r.rows[0][0] != std::optional<std::string>("t"))
-        throw UserError(sqlstate::kCheckViolation, "audit of dataset \"" + d.display + "\" failed: nothing was published",
+        throw UserError(sqlstate::kCheckViolation,
+                        "audit of dataset \"" + d.display + "\" failed: nothing was published",
                         "The audit returned " + r.rows[0][0].value_or("NULL") + " for the candidate version " +
                             std::to_string(version) + " (" + std::to_string(t.rows) + " rows).",
                         "Readers still see the current version.");
@@ -438,10 +451,11 @@ void flip_to_version(pg::SpiSession& spi, const Dataset& d, int version, const V
         spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
     require_view_kept(spi, d, view_before, owner);
     pg::as_extension_owner([&] {
-        spi.query_saved("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
-                        " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
-                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
-                         Param::of_oid(t.oid), Param::of_int8(static_cast<std::int64_t>(t.rows)), Param::of_text(t.checksum)});
+        spi.query_saved(
+            "INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, checksum)"
+            " VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, $5::pg_catalog.int8, $6)",
+            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version), Param::of_oid(t.oid),
+             Param::of_int8(static_cast<std::int64_t>(t.rows)), Param::of_text(t.checksum)});
     });
     set_current(spi, d, version, version + 1);
 }
@@ -536,8 +550,8 @@ void adopt(const std::string& dataset)
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     const auto view = existing_view(spi, d);
     if (!view || view->kind != 'v')
-        throw UserError(sqlstate::kUndefinedTable, "view \"" + d.display + "\" does not exist",
-                        {}, "adopt takes an existing view; publish creates a new one itself.");
+        throw UserError(sqlstate::kUndefinedTable, "view \"" + d.display + "\" does not exist", {},
+                        "adopt takes an existing view; publish creates a new one itself.");
     if (!pg::current_user_has_privileges_of(view->owner))
         throw UserError(sqlstate::kInsufficientPrivilege, "must be the owner of view \"" + d.display + "\" to adopt it",
                         "Its owner, \"" + pg::role_name(view->owner) + "\", becomes the owner of every version.");
@@ -547,11 +561,11 @@ void adopt(const std::string& dataset)
                         "dataset \"" + d.display + "\" is registered to role \"" + pg::role_name(*state.owner) + "\"",
                         "Only that role (or a superuser) can hand it to the view's owner.");
     pg::as_extension_owner([&] {
-        spi.query_saved("UPDATE idem.datasets SET view_relid = $3::pg_catalog.oid::pg_catalog.regclass,"
-                        " owner = $4::pg_catalog.oid::pg_catalog.regrole"
-                        " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
-                        {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(view->oid),
-                         Param::of_oid(view->owner)});
+        spi.query_saved(
+            "UPDATE idem.datasets SET view_relid = $3::pg_catalog.oid::pg_catalog.regclass,"
+            " owner = $4::pg_catalog.oid::pg_catalog.regrole"
+            " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_oid(view->oid), Param::of_oid(view->owner)});
     });
     spi.finish();
 }
@@ -562,14 +576,15 @@ void versions(const pg::ResultSet& out, const std::string& dataset)
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     pg::as_extension_owner([&] {
-        spi.return_rows(out,
-                        "SELECT v.version, v.relation, v.row_count, v.checksum, v.created_at,"
-                        " COALESCE(v.version OPERATOR(pg_catalog.=) d.current_version, false), v.pinned"
-                        " FROM idem.dataset_versions v JOIN idem.datasets d"
-                        " ON d.schema_name OPERATOR(pg_catalog.=) v.schema_name AND d.view_name OPERATOR(pg_catalog.=) v.view_name"
-                        " WHERE v.schema_name OPERATOR(pg_catalog.=) $1 AND v.view_name OPERATOR(pg_catalog.=) $2"
-                        " ORDER BY v.version",
-                        {Param::of_text(d.schema), Param::of_text(d.name)}, true);
+        spi.return_rows(
+            out,
+            "SELECT v.version, v.relation, v.row_count, v.checksum, v.created_at,"
+            " COALESCE(v.version OPERATOR(pg_catalog.=) d.current_version, false), v.pinned"
+            " FROM idem.dataset_versions v JOIN idem.datasets d"
+            " ON d.schema_name OPERATOR(pg_catalog.=) v.schema_name AND d.view_name OPERATOR(pg_catalog.=) v.view_name"
+            " WHERE v.schema_name OPERATOR(pg_catalog.=) $1 AND v.view_name OPERATOR(pg_catalog.=) $2"
+            " ORDER BY v.version",
+            {Param::of_text(d.schema), Param::of_text(d.name)}, true);
     });
     spi.finish();
 }
@@ -581,17 +596,17 @@ void pin(const std::string& dataset, std::int32_t version, bool pinned)
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     bool found = false;
     pg::as_extension_owner([&] {
-        auto r = spi.query_saved("UPDATE idem.dataset_versions SET pinned = $4::pg_catalog.bool"
-                                 " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
-                                 " AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4 RETURNING true",
-                                 {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version),
-                                  Param::of_bool(pinned)});
+        auto r = spi.query_saved(
+            "UPDATE idem.dataset_versions SET pinned = $4::pg_catalog.bool"
+            " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2"
+            " AND version OPERATOR(pg_catalog.=) $3::pg_catalog.int4 RETURNING true",
+            {Param::of_text(d.schema), Param::of_text(d.name), Param::of_int4(version), Param::of_bool(pinned)});
         found = !r.rows.empty();
     });
     if (!found)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "dataset \"" + d.display + "\" has no version " + std::to_string(version),
-                        {}, "idem.versions lists the versions that are kept.");
+                        "dataset \"" + d.display + "\" has no version " + std::to_string(version), {},
+                        "idem.versions lists the versions that are kept.");
     spi.finish();
 }
 

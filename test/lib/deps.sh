@@ -26,6 +26,8 @@ BUILD_DEPS=(make g++ cmake postgresql-15 postgresql-server-dev-15 postgresql-com
 # pgTAP and pg_prove: the pgTAP example (examples/pgtap, suite "pgtap").
 TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl locales
            postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
+# clang-format: the unit suite checks the C++ layout (make format-check).
+TEST_DEPS+=(clang-format)
 # gcc 12's ASan and UBSan runtimes: the sanitize suite (test/sanitize/run.sh).
 TEST_DEPS+=(libasan8 libubsan1)
 # The package suite (test/package): dpkg-buildpackage and pg_buildext for the

@@ -22,8 +22,10 @@ for lib in libgtest.a libgtest_main.a; do
     fi
 done
 
-# Only the boundary folders include PostgreSQL (docs/code-layout.md).
+# Only the boundary folders include PostgreSQL (docs/code-layout.md), and
+# the C++ is laid out as .clang-format says.
 bash test/unit/layout.sh
+make -s --no-print-directory format-check
 
 # No PostgreSQL include path: a pure source that includes a PostgreSQL
 # header fails here.

@@ -18,11 +18,11 @@
 namespace {
 
 using pg_idempotent::core::Digest128;
-using pg_idempotent::core::kChecksumFormat;
 using pg_idempotent::core::digest_text_count;
+using pg_idempotent::core::from_bytes;
+using pg_idempotent::core::kChecksumFormat;
 using pg_idempotent::core::MultisetDigest;
 using pg_idempotent::core::to_bytes;
-using pg_idempotent::core::from_bytes;
 using pg_idempotent::core::to_hex;
 using pg_idempotent::test::random_digests;
 
@@ -39,8 +39,7 @@ MultisetDigest digest_of(const std::vector<Digest128>& rows)
 TEST(DigestHex, BigEndianLowercase)
 {
     EXPECT_EQ(to_hex(Digest128{0, 0}), "00000000000000000000000000000000");
-    EXPECT_EQ(to_hex(Digest128{0x0123456789abcdefULL, 0xfedcba9876543210ULL}),
-              "0123456789abcdeffedcba9876543210");
+    EXPECT_EQ(to_hex(Digest128{0x0123456789abcdefULL, 0xfedcba9876543210ULL}), "0123456789abcdeffedcba9876543210");
     EXPECT_EQ(to_hex(Digest128{0, 1}), "00000000000000000000000000000001");
     EXPECT_EQ(to_hex(Digest128{1, 0}), "00000000000000010000000000000000");
     EXPECT_EQ(to_hex(Digest128{kMax, kMax}), "ffffffffffffffffffffffffffffffff");
@@ -294,9 +293,9 @@ TEST(DigestTextCount, OtherShapesAreZero)
 {
     EXPECT_EQ(digest_text_count(""), 0u);
     EXPECT_EQ(digest_text_count("v1:"), 0u);
-    EXPECT_EQ(digest_text_count("v1:12"), 0u);       // no second colon
-    EXPECT_EQ(digest_text_count("v1::abc"), 0u);     // no digits
-    EXPECT_EQ(digest_text_count("v2:12:abc"), 0u);   // another format
+    EXPECT_EQ(digest_text_count("v1:12"), 0u);      // no second colon
+    EXPECT_EQ(digest_text_count("v1::abc"), 0u);    // no digits
+    EXPECT_EQ(digest_text_count("v2:12:abc"), 0u);  // another format
     EXPECT_EQ(digest_text_count("v1:1x:abc"), 0u);
 }
 

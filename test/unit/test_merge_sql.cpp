@@ -18,7 +18,10 @@ using pg_idempotent::core::MergeSpec;
 const char* const kEq = "OPERATOR(pg_catalog.=)";
 const char* const kLt = "OPERATOR(pg_catalog.<)";
 
-bool has(const std::string& sql, const std::string& part) { return sql.find(part) != std::string::npos; }
+bool has(const std::string& sql, const std::string& part)
+{
+    return sql.find(part) != std::string::npos;
+}
 
 std::size_t count_of(const std::string& sql, const std::string& part)
 {
@@ -203,10 +206,11 @@ TEST(MergeSql, DryRunCountsMissingRowsOnlyWithDeleteMissing)
     EXPECT_TRUE(has(build_merge_sql(s), "(ta.to_delete OPERATOR(pg_catalog.+) 0)::pg_catalog.int8 AS deleted"));
     s.delete_missing = true;
     s.delete_scope = "a = 'x'";
-    EXPECT_TRUE(has(build_merge_sql(s),
-                    "(ta.to_delete OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM public.t AS t WHERE (a = 'x'\n) "
-                    "AND NOT EXISTS (SELECT FROM dedup d WHERE t.id OPERATOR(pg_catalog.=) d.id)))::pg_catalog.int8 AS "
-                    "deleted"));
+    EXPECT_TRUE(
+        has(build_merge_sql(s),
+            "(ta.to_delete OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM public.t AS t WHERE (a = 'x'\n) "
+            "AND NOT EXISTS (SELECT FROM dedup d WHERE t.id OPERATOR(pg_catalog.=) d.id)))::pg_catalog.int8 AS "
+            "deleted"));
 }
 
 TEST(MergeSql, DeleteMissingDeletesWhatTheSourceLacksAndRefusesAnEmptySource)
@@ -215,8 +219,9 @@ TEST(MergeSql, DeleteMissingDeletesWhatTheSourceLacksAndRefusesAnEmptySource)
     EXPECT_FALSE(has(build_merge_sql(s), "22023"));
     s.delete_missing = true;
     std::string sql = build_merge_sql(s);
-    EXPECT_EQ(cte(sql, "miss"), "miss AS (DELETE FROM public.t AS t WHERE NOT EXISTS (SELECT FROM dedup d WHERE t.id "
-                                "OPERATOR(pg_catalog.=) d.id) AND (SELECT ok FROM checks2) RETURNING 1)");
+    EXPECT_EQ(cte(sql, "miss"),
+              "miss AS (DELETE FROM public.t AS t WHERE NOT EXISTS (SELECT FROM dedup d WHERE t.id "
+              "OPERATOR(pg_catalog.=) d.id) AND (SELECT ok FROM checks2) RETURNING 1)");
     EXPECT_TRUE(has(sql, " WHEN st.n OPERATOR(pg_catalog.=) 0 THEN idem._raise('22023', "));
     s.delete_scope = "a = 'x'";
     sql = build_merge_sql(s);
@@ -232,10 +237,12 @@ TEST(MergeSql, DeleteColumnPlansDeletesAndAbsentDeletes)
     const std::string sql = build_merge_sql(s);
     EXPECT_TRUE(has(cte(sql, "src"), ", CAST(s.gone AS pg_catalog.bool) AS \"idem$delete\" FROM ("));
     EXPECT_TRUE(has(cte(sql, "dups"), "src.b, src.\"idem$delete\")"));
-    EXPECT_TRUE(has(sql, "\n WHEN d.\"idem$delete\" IS TRUE AND NOT (t.id IS NOT NULL) THEN 7\n"
-                         " WHEN NOT (t.id IS NOT NULL) THEN 1\n WHEN d.\"idem$delete\" IS TRUE THEN 3\n"));
-    EXPECT_EQ(cte(sql, "del"), "del AS (DELETE FROM public.t AS t USING lck AS p WHERE p.\"idem$action\" "
-                               "OPERATOR(pg_catalog.=) 3 AND t.id OPERATOR(pg_catalog.=) p.id RETURNING 1)");
+    EXPECT_TRUE(has(sql,
+                    "\n WHEN d.\"idem$delete\" IS TRUE AND NOT (t.id IS NOT NULL) THEN 7\n"
+                    " WHEN NOT (t.id IS NOT NULL) THEN 1\n WHEN d.\"idem$delete\" IS TRUE THEN 3\n"));
+    EXPECT_EQ(cte(sql, "del"),
+              "del AS (DELETE FROM public.t AS t USING lck AS p WHERE p.\"idem$action\" "
+              "OPERATOR(pg_catalog.=) 3 AND t.id OPERATOR(pg_catalog.=) p.id RETURNING 1)");
     EXPECT_FALSE(has(sql, "_tombstones"));
 }
 
@@ -243,8 +250,9 @@ TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
 {
     const std::string sql = build_merge_sql(versioned());
     EXPECT_TRUE(has(sql, "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.ver) AS top FROM src"));
-    EXPECT_TRUE(has(cte(sql, "dups"), " JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id AND src.ver "
-                                      "OPERATOR(pg_catalog.=) tops.top "));
+    EXPECT_TRUE(has(cte(sql, "dups"),
+                    " JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id AND src.ver "
+                    "OPERATOR(pg_catalog.=) tops.top "));
     EXPECT_TRUE(has(cte(sql, "stats"), "FILTER (WHERE ver IS NULL) AS null_version FROM src"));
     EXPECT_TRUE(has(cte(sql, "dedup"), "ORDER BY id, ver DESC)"));
     EXPECT_TRUE(has(cte(sql, "plan"), " WHEN d.ver OPERATOR(pg_catalog.<) t.ver THEN 5\n"));
@@ -262,8 +270,9 @@ TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
 TEST(MergeSql, TombstonesAreReadAndWrittenWithVersionedDeletes)
 {
     const std::string sql = build_merge_sql(everything());
-    EXPECT_TRUE(has(cte(sql, "plan"), "\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest "
-                                      "OPERATOR(pg_catalog.=) idem._row_digest(ROW(d.id))\n"));
+    EXPECT_TRUE(has(cte(sql, "plan"),
+                    "\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest "
+                    "OPERATOR(pg_catalog.=) idem._row_digest(ROW(d.id))\n"));
     EXPECT_EQ(count_of(cte(sql, "plan"), "idem._from_canonical(tb.version, NULL::bigint)"), 2u);
     EXPECT_TRUE(has(cte(sql, "tomb"), "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"));
     EXPECT_TRUE(has(cte(sql, "tomb"), "ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))"));
@@ -324,7 +333,8 @@ TEST(MergeSql, OverrideIdentityOnlyOnTheInsert)
 TEST(MergeSql, PartitionedTargetsCountEveryInsertAsFresh)
 {
     MergeSpec s = plain();
-    EXPECT_TRUE(has(build_merge_sql(s), "\n RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),\n"));
+    EXPECT_TRUE(
+        has(build_merge_sql(s), "\n RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),\n"));
     s.partitioned = true;
     const std::string sql = build_merge_sql(s);
     EXPECT_TRUE(has(sql, "\n RETURNING true AS fresh),\n"));

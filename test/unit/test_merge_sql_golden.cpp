@@ -90,21 +90,19 @@ void expect_golden(const std::string& name, const MergeSpec& s)
 
 TEST(MergeSqlGolden, PlainMergeIntoAHostileTargetName)
 {
-    expect_golden("plain_hostile_target",
-                  spec_of("public.\"H Odd \"\"name\"\"; x\"", "SELECT 1 AS id, 'a' AS v",
-                          {col("id", "integer"), col("v", "pg_catalog.text")}));
+    expect_golden("plain_hostile_target", spec_of("public.\"H Odd \"\"name\"\"; x\"", "SELECT 1 AS id, 'a' AS v",
+                                                  {col("id", "integer"), col("v", "pg_catalog.text")}));
 }
 
 TEST(MergeSqlGolden, CompositeKey)
 {
-    expect_golden("composite_key",
-                  spec_of("public.m_composite",
-                          "SELECT '2024-07-07'::date AS day, 'A' AS store,\n"
-                          "  '00000000-0000-0000-0000-000000000001'::uuid AS sku, 1 AS qty UNION ALL\n"
-                          "  SELECT '2024-07-07', 'B', '00000000-0000-0000-0000-000000000001', 2",
-                          {col("day", "pg_catalog.date"), col("store", "pg_catalog.text"), col("sku", "pg_catalog.uuid"),
-                           col("qty", "integer")},
-                          3));
+    expect_golden("composite_key", spec_of("public.m_composite",
+                                           "SELECT '2024-07-07'::date AS day, 'A' AS store,\n"
+                                           "  '00000000-0000-0000-0000-000000000001'::uuid AS sku, 1 AS qty UNION ALL\n"
+                                           "  SELECT '2024-07-07', 'B', '00000000-0000-0000-0000-000000000001', 2",
+                                           {col("day", "pg_catalog.date"), col("store", "pg_catalog.text"),
+                                            col("sku", "pg_catalog.uuid"), col("qty", "integer")},
+                                           3));
 }
 
 TEST(MergeSqlGolden, KeyOfAnExtensionTypeUsesItsOwnOperator)
@@ -159,7 +157,10 @@ TEST(MergeSqlGolden, DeleteColumnWithoutVersion)
     expect_golden("delete_column", s);
 }
 
-TEST(MergeSqlGolden, SourceUniqueOnTheKey) { expect_golden("unique_source", m_pk_target()); }
+TEST(MergeSqlGolden, SourceUniqueOnTheKey)
+{
+    expect_golden("unique_source", m_pk_target());
+}
 
 TEST(MergeSqlGolden, SourceUniqueOnTheKeyDryRun)
 {

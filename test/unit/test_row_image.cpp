@@ -23,7 +23,10 @@ using pg_idempotent::core::RowHasher;
 using pg_idempotent::core::to_hex;
 using Bytes = std::vector<unsigned char>;
 
-Digest128 hash_bytes(const Bytes& b) { return RowHasher::hash_image(b.data(), b.size()); }
+Digest128 hash_bytes(const Bytes& b)
+{
+    return RowHasher::hash_image(b.data(), b.size());
+}
 
 // A column's value for the streaming helper below: nullopt-like via flag.
 struct Col {
@@ -31,8 +34,14 @@ struct Col {
     std::string bytes;
 };
 
-Col null_col() { return Col{true, {}}; }
-Col val(std::string s) { return Col{false, std::move(s)}; }
+Col null_col()
+{
+    return Col{true, {}};
+}
+Col val(std::string s)
+{
+    return Col{false, std::move(s)};
+}
 
 Digest128 hash_streamed(RowHasher& h, const std::vector<Col>& cols)
 {
@@ -130,9 +139,9 @@ TEST(RowImage, HandBuiltZeroColumnsMatchesStreamed)
 
 TEST(RowImage, MultiColumnMatchesHandBuilt)
 {
-    const Bytes expected = {0x03, 0x00, 0x00, 0x00,                    // 3 columns
-                            0x01, 0x02, 0x00, 0x00, 0x00, 'h', 'i',    // 'hi'
-                            0x00,                                      // NULL
+    const Bytes expected = {0x03, 0x00, 0x00, 0x00,                                 // 3 columns
+                            0x01, 0x02, 0x00, 0x00, 0x00, 'h',  'i',                // 'hi'
+                            0x00,                                                   // NULL
                             0x01, 0x04, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00};  // int4 42
     RowHasher h;
     EXPECT_EQ(hash_streamed(h, {val("hi"), null_col(), val(kInt4_42Value)}), hash_bytes(expected));

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -61,7 +61,8 @@ TEST(RowSample, ManyRowsKeepABoundedSampleThatNeverExcludesOneOfThem)
         ASSERT_FALSE(s.excludes(r));
     // Other rows are excluded about once per modulus rows.
     const auto others = random_digests(200000, 4);
-    const auto excluded = std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s.excludes(r); });
+    const auto excluded =
+        std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s.excludes(r); });
     const double expected = 200000.0 / static_cast<double>(s.modulus());
     EXPECT_GT(static_cast<double>(excluded), expected * 0.7);
     EXPECT_LT(static_cast<double>(excluded), expected * 1.3);
@@ -105,21 +106,32 @@ TEST(RowSample, EmptyMultisetExcludesEveryRow)
 TEST(RowSample, HexIsLittleEndianModulusThenAscendingEntries)
 {
     const auto b = builder_of({Digest128{0, 0x0200000000000000}, Digest128{0, 0x01}}, 0, 2);
-    EXPECT_EQ(b->hex(), "0100000000000000" "0100000000000000" "0000000000000002");
+    EXPECT_EQ(b->hex(),
+              "0100000000000000"
+              "0100000000000000"
+              "0000000000000002");
 }
 
 TEST(RowSample, ParseRefusesWhatTheBuilderNeverWrites)
 {
     EXPECT_FALSE(RowSample::parse("").has_value());
-    EXPECT_FALSE(RowSample::parse("01000000000000").has_value());                     // short
-    EXPECT_FALSE(RowSample::parse("0300000000000000").has_value());                   // modulus 3
-    EXPECT_FALSE(RowSample::parse("010000000000000g").has_value());                   // not hex
-    EXPECT_FALSE(RowSample::parse("0100000000000000" "0200000000000000" "0100000000000000")
+    EXPECT_FALSE(RowSample::parse("01000000000000").has_value());    // short
+    EXPECT_FALSE(RowSample::parse("0300000000000000").has_value());  // modulus 3
+    EXPECT_FALSE(RowSample::parse("010000000000000g").has_value());  // not hex
+    EXPECT_FALSE(RowSample::parse("0100000000000000"
+                                  "0200000000000000"
+                                  "0100000000000000")
                      .has_value());  // not ascending
-    EXPECT_FALSE(RowSample::parse("0100000000000000" "0100000000000000" "0100000000000000")
+    EXPECT_FALSE(RowSample::parse("0100000000000000"
+                                  "0100000000000000"
+                                  "0100000000000000")
                      .has_value());  // repeated
-    EXPECT_FALSE(RowSample::parse("0200000000000000" "0100000000000000").has_value());  // 1 is not in bucket 2
-    const auto ok = RowSample::parse("0200000000000000" "0200000000000000");
+    EXPECT_FALSE(RowSample::parse("0200000000000000"
+                                  "0100000000000000")
+                     .has_value());  // 1 is not in bucket 2
+    const auto ok = RowSample::parse(
+        "0200000000000000"
+        "0200000000000000");
     ASSERT_TRUE(ok.has_value());
     EXPECT_EQ(ok->modulus(), 2u);
     EXPECT_FALSE(ok->excludes(Digest128{9, 2}));
@@ -144,7 +156,8 @@ TEST(RowSample, MergedSamplesAreSoundForTheUnion)
             ASSERT_FALSE(s->excludes(r)) << "cut at " << cut;
         // Still a sample: most other rows are not in the bucket.
         const auto others = random_digests(10000, 8);
-        EXPECT_LT(std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s->excludes(r); }), 1000);
+        EXPECT_LT(std::count_if(others.begin(), others.end(), [&](const Digest128& r) { return s->excludes(r); }),
+                  1000);
     }
 }
 

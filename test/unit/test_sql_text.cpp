@@ -8,22 +8,31 @@
 
 namespace {
 
-using pg_idempotent::core::join;
-using pg_idempotent::core::select_columns;
 using pg_idempotent::core::as_subquery;
-using pg_idempotent::core::identifier_with_suffix;
-using pg_idempotent::core::retarget_definition;
-using pg_idempotent::core::index_definition_on;
-using pg_idempotent::core::digest_aggregate_sql;
 using pg_idempotent::core::columns_beside_sql;
-using pg_idempotent::core::sampled_digest_and_digest_sql;
+using pg_idempotent::core::digest_aggregate_sql;
+using pg_idempotent::core::identifier_with_suffix;
+using pg_idempotent::core::index_definition_on;
+using pg_idempotent::core::join;
 using pg_idempotent::core::positional_columns;
+using pg_idempotent::core::retarget_definition;
+using pg_idempotent::core::sampled_digest_and_digest_sql;
+using pg_idempotent::core::select_columns;
 
-TEST(Join, Empty) { EXPECT_EQ(join({}), ""); }
+TEST(Join, Empty)
+{
+    EXPECT_EQ(join({}), "");
+}
 
-TEST(Join, One) { EXPECT_EQ(join({"a"}), "a"); }
+TEST(Join, One)
+{
+    EXPECT_EQ(join({"a"}), "a");
+}
 
-TEST(Join, ManyWithDefaultSeparator) { EXPECT_EQ(join({"a", "b", "c"}), "a, b, c"); }
+TEST(Join, ManyWithDefaultSeparator)
+{
+    EXPECT_EQ(join({"a", "b", "c"}), "a, b, c");
+}
 
 TEST(Join, CustomSeparator)
 {
@@ -47,7 +56,10 @@ TEST(SelectColumns, Several)
     EXPECT_EQ(select_columns({"id", "\"Name\""}, "public.t"), "SELECT id, \"Name\" FROM public.t");
 }
 
-TEST(SelectColumns, One) { EXPECT_EQ(select_columns({"a"}, "s.x"), "SELECT a FROM s.x"); }
+TEST(SelectColumns, One)
+{
+    EXPECT_EQ(select_columns({"a"}, "s.x"), "SELECT a FROM s.x");
+}
 
 TEST(SelectColumns, ZeroColumns)
 {
@@ -58,8 +70,9 @@ TEST(SelectColumns, ZeroColumns)
 
 TEST(DigestAggregateSql, OneArgumentPerColumnRenamedByPosition)
 {
-    EXPECT_EQ(digest_aggregate_sql("SELECT a, a FROM s.t", 2),
-              "SELECT idem._digest_agg(idem_rows.c1, idem_rows.c2) FROM (\nSELECT a, a FROM s.t\n) AS idem_rows (c1, c2)");
+    EXPECT_EQ(
+        digest_aggregate_sql("SELECT a, a FROM s.t", 2),
+        "SELECT idem._digest_agg(idem_rows.c1, idem_rows.c2) FROM (\nSELECT a, a FROM s.t\n) AS idem_rows (c1, c2)");
     EXPECT_EQ(digest_aggregate_sql("VALUES (1)", 1),
               "SELECT idem._digest_agg(idem_rows.c1) FROM (\nVALUES (1)\n) AS idem_rows (c1)");
 }
@@ -73,9 +86,10 @@ TEST(PositionalColumns, NamesAndQualifier)
 
 TEST(SampledDigestAndDigestSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
 {
-    EXPECT_EQ(sampled_digest_and_digest_sql("SELECT a, b FROM t -- c", 2, {"CAST(q.c1 AS int)", "CAST(q.c2 AS text)"}),
-              "SELECT idem._digest_sample_agg(q.c1, q.c2), idem._digest_agg(CAST(q.c1 AS int), CAST(q.c2 AS text)) FROM (\n"
-              "SELECT a, b FROM t -- c\n) AS q (c1, c2)");
+    EXPECT_EQ(
+        sampled_digest_and_digest_sql("SELECT a, b FROM t -- c", 2, {"CAST(q.c1 AS int)", "CAST(q.c2 AS text)"}),
+        "SELECT idem._digest_sample_agg(q.c1, q.c2), idem._digest_agg(CAST(q.c1 AS int), CAST(q.c2 AS text)) FROM (\n"
+        "SELECT a, b FROM t -- c\n) AS q (c1, c2)");
 }
 
 TEST(ColumnsBesideSql, TheRowsAsReturnedAndTheExpressionsInOnePass)
@@ -123,15 +137,18 @@ TEST(IndexDefinitionOn, ParentIndexBecomesAnUnnamedIndexOnStaging)
     EXPECT_EQ(index_definition_on("CREATE UNIQUE INDEX sales_pkey ON ONLY public.sales USING btree (day, id)",
                                   "sales_pkey", "ONLY public.sales", "public.staging"),
               "CREATE UNIQUE INDEX ON public.staging USING btree (day, id)");
-    EXPECT_EQ(index_definition_on("CREATE INDEX \"By Store\" ON ONLY s.\"Sales\" USING btree (lower(store)) WHERE (amount > 0)",
-                                  "\"By Store\"", "ONLY s.\"Sales\"", "s.stage"),
+    EXPECT_EQ(index_definition_on(
+                  "CREATE INDEX \"By Store\" ON ONLY s.\"Sales\" USING btree (lower(store)) WHERE (amount > 0)",
+                  "\"By Store\"", "ONLY s.\"Sales\"", "s.stage"),
               "CREATE INDEX ON s.stage USING btree (lower(store)) WHERE (amount > 0)");
 }
 
 TEST(IndexDefinitionOn, AnotherShapeIsRefused)
 {
-    EXPECT_EQ(index_definition_on("CREATE INDEX i ON ONLY public.other USING btree (a)", "i", "ONLY public.sales", "x"), "");
-    EXPECT_EQ(index_definition_on("CREATE INDEX j ON ONLY public.sales USING btree (a)", "i", "ONLY public.sales", "x"), "");
+    EXPECT_EQ(index_definition_on("CREATE INDEX i ON ONLY public.other USING btree (a)", "i", "ONLY public.sales", "x"),
+              "");
+    EXPECT_EQ(index_definition_on("CREATE INDEX j ON ONLY public.sales USING btree (a)", "i", "ONLY public.sales", "x"),
+              "");
 }
 
 TEST(RetargetDefinition, TriggerKeepsEverythingAfterTheRelation)
