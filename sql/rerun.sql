@@ -20,6 +20,14 @@ SELECT run, table_name, row_count, checksum = (SELECT checksum FROM idem.assert_
          '{daily_sales}', runs => 3);
 SELECT idem.checksum('daily_sales') = :'before' AS left_as_it_was;
 
+-- A table named more than once is checksummed once per run, at its first
+-- place: 2 runs x 2 tables, whatever the repeats.
+SELECT run, table_name, row_count FROM idem.assert_rerun_safe(
+  $$SELECT * FROM idem.merge_query('daily_sales',
+    'SELECT day, store, sum(amount) AS revenue FROM raw_orders GROUP BY day, store')$$,
+  ARRAY(SELECT 'daily_sales'::regclass FROM generate_series(1, 500))
+    || 'naive_sales'::regclass || 'daily_sales'::regclass);
+
 -- A procedure (CALL), a DO block and a statement list are all jobs.
 CREATE PROCEDURE load_daily(d date) LANGUAGE sql AS $$
   SELECT * FROM idem.merge_query('daily_sales',

@@ -98,7 +98,7 @@ SELECT count(*) AS sample_column_yet FROM pg_attribute
  WHERE attrelid = 'idem.written_units'::regclass AND attname = 'query_sample';
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 7) g');
 -- A swap carries the partition's grants, policies and comments over with
--- functions of 0.7.0's SQL: before the update it is refused, clearly, and
+-- functions of 0.8.0's SQL: before the update it is refused, clearly, and
 -- changes nothing.
 CREATE TABLE ow_stage (LIKE ow);
 SELECT idem.swap_partition('ow_0707', 'ow_stage');

@@ -2,7 +2,8 @@
 # The whole test suite: `make test` (and .ci/run) runs exactly this.
 #
 #   1. installs missing Debian packages (as root; otherwise names them)
-#   2. builds with -Werror and installs the module
+#   2. builds with -Werror and installs the module into a private copy of
+#      PostgreSQL 15's installation (never over the installed module)
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
 #   5. runs the pg_regress suite, the security suite (sql/security_*.sql),
@@ -23,6 +24,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
+source test/lib/private_pg.sh
 
 SUITES=${SUITES:-"unit regress security isolation stress pgtap tap package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
@@ -39,6 +41,8 @@ note_result() {  # name ok|fail
 
 finish() {
     cluster_stop
+    # The private installations go; the logs stay.
+    rm -rf "$RUN_DIR/pg15" "$RUN_DIR/pg18" "$RUN_DIR/build18"
     echo
     if [ ${#FAILURES[@]} -gt 0 ]; then
         echo "failed: ${FAILURES[*]}"
@@ -60,28 +64,31 @@ ensure_deps "${BUILD_DEPS[@]}" "${TEST_DEPS[@]}"
 ensure_locale de_DE.UTF-8
 
 echo "== build"
-# The installed module is shared by every run on this machine (a developer's,
-# CI's, another worktree's): build and install holding the lock exclusively,
-# then hold it shared until this run ends, so no other run replaces the module
-# under these tests. Runs of the same checkout still overlap.
-exec 9>>/tmp/pg_idempotent-install.lock
-chmod a+rw /tmp/pg_idempotent-install.lock 2>/dev/null || true
-flock 9
-if ! make -s -j2 >"$RUN_DIR/build.log" 2>&1; then
+# The module under test is installed into a private copy of PostgreSQL 15's
+# installation in this run's directory (test/lib/private_pg.sh), never over
+# the installed module: other clusters on the machine (a developer's own,
+# another run's) keep loading theirs, and two runs never test each other's
+# build. The suites use the copy's programs.
+if ! PGBIN=$(private_pg_copy /usr/lib/postgresql/15/bin/pg_config "$RUN_DIR/pg15" 2>"$RUN_DIR/private.log"); then
+    cat "$RUN_DIR/private.log"
+    note_result private-installation fail
+    exit 1
+fi
+export PGBIN
+PG15_BIN=$PGBIN
+if ! make -s -j2 PG_CONFIG="$PGBIN/pg_config" >"$RUN_DIR/build.log" 2>&1; then
     cat "$RUN_DIR/build.log"
     note_result build fail
     exit 1
 fi
-if ! make -s install >"$RUN_DIR/install.log" 2>&1; then
+if ! make -s install PG_CONFIG="$PGBIN/pg_config" >"$RUN_DIR/install.log" 2>&1; then
     cat "$RUN_DIR/install.log"
-    echo "make install failed: run as root or with write access to $(make -s -f /dev/null 2>/dev/null; /usr/lib/postgresql/15/bin/pg_config --pkglibdir)" >&2
     note_result install fail
     exit 1
 fi
+chmod -R a+rX "$RUN_DIR/pg15"
 
-flock -s 9
-
-PGXS_DIR=$(cd "$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")/../.." && pwd)
+PGXS_DIR=$(cd "$(dirname "$("$PGBIN/pg_config" --pgxs)")/../.." && pwd)
 
 # pg_regress and pg_isolation_regress print "test NAME ... ok|FAILED" (or
 # "ok N - NAME" in newer versions): count both forms.
@@ -176,7 +183,7 @@ fi
 # scenario". run_stress_suite LABEL.
 run_stress_suite() {
     local label=$1 counted_before=$((PASSED + FAILED)) failed_before=$FAILED rc
-    PGBIN="$PGBIN" bash test/stress/run.sh 9>&- >"$RUN_DIR/$label.log" 2>&1
+    PGBIN="$PGBIN" bash test/stress/run.sh >"$RUN_DIR/$label.log" 2>&1
     rc=$?
     count_tap_lines "$RUN_DIR/$label.log" "$label" "$rc" "$counted_before" "$failed_before"
     grep -E "^(ok|not ok|#)" "$RUN_DIR/$label.log" | sed "s/^/   /"
@@ -329,7 +336,7 @@ if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || want
                 echo "== pg18-tap"
                 run_tap_suite pg18-tap "$PGXS18"
             fi
-            PGBIN=/usr/lib/postgresql/15/bin
+            PGBIN=$PG15_BIN
         fi
     fi
 fi
@@ -337,12 +344,10 @@ fi
 # The packages (test/package): deb.sh builds the Debian package in a copy of
 # the tree, installs it with dpkg -i, uses it and purges it; dist.sh makes the
 # PGXN archive and checks it. dpkg -i writes where `make install` does, so
-# deb.sh takes the install lock exclusively; this run gives up its shared
-# hold first (fd 9), and so this suite comes last: nothing after it relies on
-# the module this run installed.
+# deb.sh takes the install lock (/tmp/pg_idempotent-install.lock)
+# exclusively: two runs never install their packages at once.
 if wants15 package; then
     echo "== package (Debian package, PGXN archive)"
-    flock -u 9
     for t in deb dist; do
         if bash "test/package/$t.sh" >"$RUN_DIR/package-$t.log" 2>&1; then
             note_result "package/$t" ok
@@ -357,17 +362,13 @@ fi
 # ASan + UBSan (test/sanitize/run.sh): the regress suite and the isolation
 # specs once more, against a sanitized build of a copy of the tree, with a
 # self-test that the sanitizers catch a planted bug. It installs that build
-# into a private copy of PostgreSQL's installation and runs its server from
-# there: it neither uses nor replaces the module this run installed, and
-# takes no lock. So this run gives up its shared hold first (flock -u 9), and
-# another run may install during these minutes; hence it comes last. 9>&-:
-# nor does the suite, or its server, hold the lock.
+# into a private copy of PostgreSQL's installation of its own and runs its
+# server from there.
 if wants15 sanitize; then
     echo "== sanitize (ASan + UBSan build: regress, isolation, self-test)"
-    flock -u 9
     failed_before=$FAILED
     counted_before=$((PASSED + FAILED))
-    SANITIZE_OUT="$RUN_DIR/sanitize" bash test/sanitize/run.sh 9>&- >"$RUN_DIR/sanitize.log" 2>&1
+    SANITIZE_OUT="$RUN_DIR/sanitize" bash test/sanitize/run.sh >"$RUN_DIR/sanitize.log" 2>&1
     rc=$?
     cat "$RUN_DIR/sanitize.log"
     count_tap_lines "$RUN_DIR/sanitize.log" sanitize "$rc" "$counted_before" "$failed_before"

@@ -34,7 +34,7 @@ Probe probe_of(SqlFeature feature)
     case SqlFeature::kDigestAggregate:
         return {nullptr, nullptr, "_digest_agg", "0.4.0"};
     case SqlFeature::kSwapCarryFunctions:
-        return {nullptr, nullptr, "_acl_statements", "0.7.0"};
+        return {nullptr, nullptr, "_acl_statements", "0.8.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -19,7 +19,7 @@ enum class SqlFeature {
     kWrittenUnitSamples,    // idem.written_units.query_sample (0.6.0)
     kDatasetRegistry,       // idem.datasets.view_relid and owner (0.7.0)
     kDigestAggregate,       // idem._digest_agg (0.4.0)
-    kSwapCarryFunctions,    // idem._acl_statements and its siblings (0.7.0)
+    kSwapCarryFunctions,    // idem._acl_statements and its siblings (0.8.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

@@ -37,7 +37,11 @@ std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables, c
 {
     std::vector<Watched> out;
     std::set<std::string> used;
+    std::set<std::uint32_t> named;
     for (const auto oid : tables) {
+        // A table named twice is one table: checksummed once per run.
+        if (!named.insert(oid).second)
+            continue;
         Watched w{pg::describe_relation(oid), {}};
         if (std::string("rpvmf").find(w.rel.kind) == std::string::npos)
             throw UserError(sqlstate::kWrongObjectType, "\"" + w.rel.display + "\" is not a table or view");

@@ -35,6 +35,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
+source test/lib/private_pg.sh
 
 SOURCE=$(cd "${SANITIZE_SOURCE:-$ROOT}" && pwd)
 OUT=${SANITIZE_OUT:-$(mktemp -d /tmp/pg_idempotent-sanitize.XXXXXX)}
@@ -107,37 +108,16 @@ fi
 # The sanitized module never goes where PostgreSQL's servers load modules
 # from: another cluster's server that loaded it meanwhile would abort ("ASan
 # runtime does not come first"), and other test runs would test it instead
-# of their own build. PostgreSQL's programs find their lib and share
-# directories relative to their own location, and pg_config reports them so:
-# a copy of the installation under $PRIVATE (same paths below it) is an
-# installation of its own. Its postgres loads modules and extension scripts
-# from the copy, and make install with its pg_config installs into the copy.
-# The headers come along, so that pg_config builds too. pg_idempotent's own
-# installed files stay behind (they may be mid-install by another run, and
-# only this tree's files belong here).
+# of their own build (test/lib/private_pg.sh).
 step "private PostgreSQL installation"
-mkdir -p "$PRIVATE"
-dirs=()
-for d in bindir pkglibdir sharedir includedir; do
-    dirs+=("$("$SYSTEM_PG_CONFIG" --$d | sed 's|^/||')")
-done
-if ! (cd / && tar --exclude='pg_idempotent*' -cf - "${dirs[@]}") | tar -C "$PRIVATE" -xf -; then
+if PGBIN=$(private_pg_copy "$SYSTEM_PG_CONFIG" "$PRIVATE"); then
+    check private-installation ok
+else
     check private-installation fail; exit 1
 fi
-PGBIN="$PRIVATE$("$SYSTEM_PG_CONFIG" --bindir)"
 PG_CONFIG="$PGBIN/pg_config"
 PGXS_DIR=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/../.." && pwd)
 PKGLIB=$("$PG_CONFIG" --pkglibdir)
-# Nothing may lead back into the installation this copies: every directory
-# make install writes to is below $PRIVATE, and no link points out of it.
-if [[ "$PKGLIB" == "$PRIVATE"/* && "$("$PG_CONFIG" --sharedir)" == "$PRIVATE"/* &&
-      "$("$PG_CONFIG" --bindir)" == "$PRIVATE"/* && "$PGXS_DIR" == "$PRIVATE"/* ]] &&
-   [ -z "$(find "$PRIVATE" -type l -lname '/*')" ] && [ -x "$PGBIN/postgres" ]; then
-    check private-installation ok
-else
-    echo "$PG_CONFIG does not report directories below $PRIVATE (or a link there leads out of it)" >&2
-    check private-installation fail; exit 1
-fi
 
 # --- 3. build and install ----------------------------------------------------
 step "build (ASan + UBSan) and install into $PRIVATE"

@@ -1,0 +1,104 @@
+-- pg_idempotent 0.7.0 -> 0.8.0.
+-- (A fresh CREATE EXTENSION runs 0.1.0, then each upgrade script, then this.)
+\echo Use "ALTER EXTENSION pg_idempotent UPDATE TO '0.8.0'" to load this file. \quit
+
+-- ---------------------------------------------------------------------------
+-- The catalog SQL of swap_partition's "carry over" steps, as functions: the
+-- statements that give the staging table what the partition it replaces has
+-- and ATTACH does not carry (its ACLs, its row-level security policies, its
+-- comments). They read the catalog as the caller and return the statements
+-- for the caller to run; nothing here writes.
+CREATE FUNCTION idem._acl_statements(source regclass, target regclass, target_name text)
+  RETURNS SETOF text
+  LANGUAGE sql STABLE STRICT PARALLEL SAFE SECURITY INVOKER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+  -- The table's ACL and each column's, as (column, privilege, grantee,
+  -- grantable) items of either side; the grantor is not compared (it
+  -- becomes the owner).
+  WITH acls AS (
+    SELECT 'o' AS side, NULL::pg_catalog.name AS col,
+           COALESCE(c.relacl, pg_catalog.acldefault('r', c.relowner)) AS acl
+      FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) source
+    UNION ALL
+    SELECT 's', NULL, COALESCE(c.relacl, pg_catalog.acldefault('r', c.relowner))
+      FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) target
+    UNION ALL
+    SELECT 'o', a.attname, a.attacl FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) source AND a.attacl IS NOT NULL AND NOT a.attisdropped
+    UNION ALL
+    SELECT 's', a.attname, a.attacl FROM pg_catalog.pg_attribute a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) target AND a.attacl IS NOT NULL AND NOT a.attisdropped
+  ),
+  items AS (SELECT side, col, (pg_catalog.aclexplode(acl)).* FROM acls),
+  wanted AS (SELECT col, privilege_type, grantee, is_grantable FROM items WHERE side OPERATOR(pg_catalog.=) 'o'),
+  present AS (SELECT col, privilege_type, grantee, is_grantable FROM items WHERE side OPERATOR(pg_catalog.=) 's'),
+  -- REVOKE what the target has and the source has not (step 1), then GRANT
+  -- what the source has and the target has not (step 2).
+  changes AS (
+    SELECT 1 AS step, 'REVOKE' AS verb, ' FROM ' AS towards, r.* FROM (TABLE present EXCEPT TABLE wanted) r
+    UNION ALL
+    SELECT 2, 'GRANT', ' TO ', g.* FROM (TABLE wanted EXCEPT TABLE present) g
+  )
+  SELECT pg_catalog.concat(
+           verb, ' ', privilege_type,
+           ' (' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(col) OPERATOR(pg_catalog.||) ')',
+           ' ON ', target_name, towards,
+           CASE WHEN grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(grantee)) END,
+           CASE WHEN step OPERATOR(pg_catalog.=) 2 AND is_grantable THEN ' WITH GRANT OPTION' END)
+    FROM changes
+   ORDER BY step, 1
+$$;
+COMMENT ON FUNCTION idem._acl_statements(regclass, regclass, text) IS
+  'Internal (swap_partition): the REVOKE and GRANT statements, in order, that make the privileges of target (named target_name) on the table and its columns those of source';
+
+CREATE FUNCTION idem._policy_statements(source regclass, target regclass, target_name text)
+  RETURNS SETOF text
+  LANGUAGE sql STABLE STRICT PARALLEL SAFE SECURITY INVOKER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT pg_catalog.format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s',
+           p.polname, target_name,
+           CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+           CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+           (SELECT pg_catalog.string_agg(CASE WHEN r OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                     ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(r)) END, ', ')
+              FROM pg_catalog.unnest(p.polroles) r),
+           ' USING (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(p.polqual, p.polrelid) OPERATOR(pg_catalog.||) ')',
+           ' WITH CHECK (' OPERATOR(pg_catalog.||) pg_catalog.pg_get_expr(p.polwithcheck, p.polrelid)
+             OPERATOR(pg_catalog.||) ')')
+    FROM pg_catalog.pg_policy p
+   WHERE p.polrelid OPERATOR(pg_catalog.=) source
+     AND NOT EXISTS (SELECT FROM pg_catalog.pg_policy s
+                      WHERE s.polrelid OPERATOR(pg_catalog.=) target
+                        AND s.polname OPERATOR(pg_catalog.=) p.polname)
+   ORDER BY p.oid
+$$;
+COMMENT ON FUNCTION idem._policy_statements(regclass, regclass, text) IS
+  'Internal (swap_partition): CREATE POLICY statements for the row-level security policies of source that target (named target_name) lacks, by name';
+
+CREATE FUNCTION idem._comment_statements(source regclass, target regclass, target_name text)
+  RETURNS SETOF text
+  LANGUAGE sql STABLE STRICT PARALLEL SAFE SECURITY INVOKER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT CASE WHEN d.objsubid OPERATOR(pg_catalog.=) 0 THEN 'COMMENT ON TABLE ' OPERATOR(pg_catalog.||) target_name
+              ELSE 'COMMENT ON COLUMN ' OPERATOR(pg_catalog.||) target_name OPERATOR(pg_catalog.||) '.'
+                   OPERATOR(pg_catalog.||) pg_catalog.quote_ident(a.attname) END
+         OPERATOR(pg_catalog.||) ' IS ' OPERATOR(pg_catalog.||) pg_catalog.quote_literal(d.description)
+    FROM pg_catalog.pg_description d
+    LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) d.objoid
+                                       AND a.attnum OPERATOR(pg_catalog.=) d.objsubid
+   WHERE d.objoid OPERATOR(pg_catalog.=) source
+     AND d.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+     -- A column comment only for a column the target has.
+     AND (d.objsubid OPERATOR(pg_catalog.=) 0
+          OR EXISTS (SELECT FROM pg_catalog.pg_attribute s
+                      WHERE s.attrelid OPERATOR(pg_catalog.=) target
+                        AND s.attname OPERATOR(pg_catalog.=) a.attname AND NOT s.attisdropped))
+   ORDER BY d.objsubid
+$$;
+COMMENT ON FUNCTION idem._comment_statements(regclass, regclass, text) IS
+  'Internal (swap_partition): COMMENT statements that give target (named target_name) the comments of source on the table and on the columns both have';
