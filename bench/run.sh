@@ -152,7 +152,11 @@ done
 [ ${#scripts[@]} -gt 0 ] || { echo "no benchmark matches BENCH_ONLY='${BENCH_ONLY:-}'" >&2; exit 1; }
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain 2>/dev/null | head -1)" ]; then commit+=" (with uncommitted changes)"; fi
+# Changes to what is measured, not to the results (this run has begun
+# writing its own; the other major's may be waiting to be committed).
+if [ -n "$(git status --porcelain -- . ':(exclude)bench/results' 2>/dev/null | head -1)" ]; then
+    commit+=" (with uncommitted changes)"
+fi
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 
 report "# pg_idempotent benchmarks on PostgreSQL $PG_MAJOR"
