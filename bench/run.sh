@@ -27,7 +27,9 @@
 # BENCH_ONLY="checksum ..." runs only those benchmarks; BENCH_ROUNDS (7) and
 # BENCH_WARMUP (1) set the rounds of every comparison; BENCH_RESULTS (see
 # above) is where the report goes (a quick run with small sizes can write
-# elsewhere and leave the committed report alone). A missed goal is
+# elsewhere and leave the committed report alone). BENCH_DATA_CHECKSUMS
+# (on|off; default: initdb's, off on 15 and on on 18) sets the cluster's
+# data checksums. A missed goal is
 # reported, not hidden, and does not fail the run; an error does.
 set -euo pipefail
 
@@ -136,6 +138,25 @@ PGBIN=$PRIVATE$bindir
 export PATH="$PGBIN:$PATH"
 echo "== starting a private PostgreSQL $PG_MAJOR cluster" >&2
 cluster_start
+# initdb's default for data checksums changed in 18 (on; 15: off): a
+# checksummed page is checksummed at every write and verified at every read
+# into shared buffers.
+# BENCH_DATA_CHECKSUMS=on|off sets them (pg_checksums, the cluster
+# stopped), to compare majors alike; unset, each major's default stays.
+if [ -n "${BENCH_DATA_CHECKSUMS:-}" ]; then
+    case "$BENCH_DATA_CHECKSUMS" in
+        on|off) ;;
+        *) echo "bench/run.sh: BENCH_DATA_CHECKSUMS is on or off, not '$BENCH_DATA_CHECKSUMS'" >&2; exit 2 ;;
+    esac
+    if [ "$(bench_psql -c 'SHOW data_checksums')" != "$BENCH_DATA_CHECKSUMS" ]; then
+        echo "   data checksums $BENCH_DATA_CHECKSUMS (pg_checksums)" >&2
+        as_pg "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -w stop >/dev/null
+        if [ "$BENCH_DATA_CHECKSUMS" = on ]; then flag=--enable; else flag=--disable; fi
+        as_pg "$PGBIN/pg_checksums" "$flag" -D "$CLUSTER_DIR/data" >/dev/null
+        as_pg "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w -t 60 start >/dev/null ||
+            { cat "$CLUSTER_DIR/server.log" >&2; exit 1; }
+    fi
+fi
 
 BENCH_REPORT=$BENCH_RESULTS/latest.md
 BENCH_TSV=$BENCH_RESULTS/latest.tsv
@@ -169,7 +190,7 @@ jit_available=no
 [ "$(bench_psql -c 'SELECT pg_jit_available()')" = t ] && jit_available=yes
 report "- server: PostgreSQL $(bench_psql -c 'SHOW server_version') (private cluster, fsync off; JIT available: $jit_available), $(bench_psql -F ', ' -c "
     SELECT string_agg(name || ' = ' || current_setting(name), ', ' ORDER BY name)
-    FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather')")"
+    FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', 'data_checksums')")"
 report "- sizes (BENCH_SIZES): $(for n in "${BENCH_SIZE_LIST[@]}"; do bench_rows "$n"; done | paste -sd ' ' | sed 's/ /, /g') rows"
 report "- timing: server-side clock_timestamp() around EXECUTE of each statement, each its own top-level statement; variants interleaved round-robin (rotating start)"
 
