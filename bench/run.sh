@@ -2,24 +2,35 @@
 # `make bench`: the benchmarks, on a private throwaway cluster.
 #
 #   1. installs missing Debian packages (as root; otherwise names them)
-#   2. builds and installs the module
-#   3. starts a private PostgreSQL 15 cluster (test/lib/cluster.sh), removed
-#      on exit
-#   4. runs every benchmark script bench/NAME.sh (all but run.sh, lib.sh
-#      and report.sh), each in its own database with the extension and the
-#      timer installed
-#   5. writes the report to bench/results/latest.md and stdout, and the
-#      timings of each function against the SQL a user would hand-write,
-#      at every size, to bench/results/latest.tsv
+#   2. copies the PostgreSQL installation of PG_CONFIG into a directory of
+#      its own (a private installation, as test/sanitize/run.sh makes one),
+#      builds a copy of this tree against it and installs the module there:
+#      nothing is written into PostgreSQL's own installation, so no other
+#      run's module is replaced, and no lock is taken
+#   3. starts a private cluster of that installation (test/lib/cluster.sh),
+#      removed on exit with the installation and the build
+#   4. runs every benchmark script bench/NAME.sh (all but run.sh, lib.sh,
+#      report.sh and compare.sh), each in its own database with the
+#      extension and the timer installed
+#   5. writes the report to RESULTS/latest.md and stdout, and the timings
+#      of each function against the SQL a user would hand-write, at every
+#      size, to RESULTS/latest.tsv
 #   6. bench/report.sh: from the TSV, the size tables at the top of
-#      latest.md and the chart bench/results/latest.svg
+#      latest.md and the chart RESULTS/latest.svg
 #
+# PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config): the PostgreSQL
+# to measure on, any major the Makefile builds against; e.g.
+# PG_CONFIG=/var/cache/pg_idempotent/pg18/install/bin/pg_config (built by
+# test/lib/pg18.sh). RESULTS is BENCH_RESULTS when set, else bench/results
+# for PostgreSQL 15 and bench/results/pgN for another major N.
 # BENCH_SIZES ("10000 100000 1000000") sets the table sizes, in rows;
 # BENCH_ONLY="checksum ..." runs only those benchmarks; BENCH_ROUNDS (7) and
-# BENCH_WARMUP (1) set the rounds of every comparison; BENCH_RESULTS
-# (bench/results) is where the report goes (a quick run with small sizes
-# can write elsewhere and leave the committed report alone). A missed goal
-# is reported, not hidden, and does not fail the run; an error does.
+# BENCH_WARMUP (1) set the rounds of every comparison; BENCH_RESULTS (see
+# above) is where the report goes (a quick run with small sizes can write
+# elsewhere and leave the committed report alone). BENCH_DATA_CHECKSUMS
+# (on|off; default: initdb's, off on 15 and on on 18) sets the cluster's
+# data checksums. A missed goal is
+# reported, not hidden, and does not fail the run; an error does.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,48 +39,124 @@ source test/lib/deps.sh
 source test/lib/cluster.sh
 source bench/lib.sh
 
-# Bad sizes fail before anything is built.
+# Bad sizes and a missing or unsupported pg_config fail before anything is
+# built.
 bench_parse_sizes
-BENCH_RESULTS=$(mkdir -p "${BENCH_RESULTS:-$ROOT/bench/results}" && cd "${BENCH_RESULTS:-$ROOT/bench/results}" && pwd)
+SYSTEM_PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+unset PG_CONFIG
+if [ ! -x "$SYSTEM_PG_CONFIG" ]; then
+    echo "bench/run.sh: PG_CONFIG=$SYSTEM_PG_CONFIG is not an executable pg_config" >&2
+    exit 2
+fi
+PG_MAJOR=$("$SYSTEM_PG_CONFIG" --version | sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p')
+case "$PG_MAJOR" in
+    15) default_results=$ROOT/bench/results ;;
+    16|17|18) default_results=$ROOT/bench/results/pg$PG_MAJOR ;;
+    *) echo "bench/run.sh: $SYSTEM_PG_CONFIG is $("$SYSTEM_PG_CONFIG" --version); the module builds against 15 to 18" >&2
+       exit 2 ;;
+esac
+BENCH_RESULTS=${BENCH_RESULTS:-$default_results}
+BENCH_RESULTS=$(mkdir -p "$BENCH_RESULTS" && cd "$BENCH_RESULTS" && pwd)
 
 # gnuplot draws the report's chart (bench/report.sh); pgbench comes with
-# postgresql-15.
+# the PostgreSQL measured (postgresql-15's, or the one PG_CONFIG names).
 BENCH_DEPS=(gnuplot-nox)
 ensure_deps "${BUILD_DEPS[@]}" "${BENCH_DEPS[@]}"
 
-echo "== build" >&2
-# The installed module is shared by every run on this machine (make test,
-# CI, another worktree): build and install holding the lock exclusively, as
-# test/run_all.sh does, then hold it shared until the benchmarks end, so no
-# other run replaces the module being measured.
-exec 9>>/tmp/pg_idempotent-install.lock
-chmod a+rw /tmp/pg_idempotent-install.lock 2>/dev/null || true
-flock 9
-BUILD_LOG=$(mktemp /tmp/pg_idempotent-bench-build.XXXXXX)
-if ! make -s -j2 >"$BUILD_LOG" 2>&1; then
-    cat "$BUILD_LOG" >&2; rm -f "$BUILD_LOG"; exit 1
+# WORK holds the private installation, the build and nothing else; it goes
+# on exit.
+WORK=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
+chmod 755 "$WORK"
+trap 'cluster_stop; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+
+echo "== private installation of $("$SYSTEM_PG_CONFIG" --version) (from $SYSTEM_PG_CONFIG)" >&2
+# PostgreSQL's programs find their lib and share directories relative to
+# their own location, and pg_config reports them so: a copy of the
+# installation under $PRIVATE, with the same paths below it, is an
+# installation of its own; make install with its pg_config installs there
+# and its server loads the module from there. An installation under one
+# prefix (PostgreSQL built from source, test/lib/pg18.sh) is copied whole
+# (its lib directory holds the libpq its programs use); Debian's, spread
+# over /usr/lib/postgresql/N, /usr/share/postgresql/N and
+# /usr/include/postgresql, directory by directory, as test/sanitize/run.sh
+# does. pg_idempotent's own installed files stay behind: only this tree's
+# belong here.
+PRIVATE=$WORK/install
+bindir=$("$SYSTEM_PG_CONFIG" --bindir)
+prefix=$(dirname "$bindir")
+dirs=()
+for d in pkglibdir sharedir includedir; do
+    dirs+=("$("$SYSTEM_PG_CONFIG" --$d)")
+done
+if [[ "${dirs[0]}" == "$prefix"/* && "${dirs[1]}" == "$prefix"/* && "${dirs[2]}" == "$prefix"/* ]]; then
+    dirs=("$prefix")
+else
+    dirs=("$bindir" "${dirs[@]}")
 fi
-if ! make -s install >"$BUILD_LOG" 2>&1; then
-    # Not root: fine when what is installed is exactly what was just built.
-    libdir=$("$PGBIN/pg_config" --pkglibdir)
-    sharedir=$("$PGBIN/pg_config" --sharedir)/extension
-    if cmp -s pg_idempotent.so "$libdir/pg_idempotent.so" &&
-       cmp -s pg_idempotent.control "$sharedir/pg_idempotent.control" &&
-       cmp -s pg_idempotent--0.1.0.sql "$sharedir/pg_idempotent--0.1.0.sql"; then
-        echo "   make install failed, but the installed module is this build: going on" >&2
-    else
-        cat "$BUILD_LOG" >&2; rm -f "$BUILD_LOG"
-        echo "make install failed: run as root, or with write access to $libdir and $sharedir" >&2
+for d in "${dirs[@]}"; do
+    # Member names relative to the directory, so that the exclusion matches
+    # only pg_idempotent's files, not a directory above them
+    # (/var/cache/pg_idempotent/...).
+    mkdir -p "$PRIVATE$d"
+    (cd "$d" && tar --exclude='pg_idempotent*' --exclude='.complete*' -cf - .) | tar -C "$PRIVATE$d" -xf -
+done
+chmod -R a+rX "$PRIVATE"
+PG_CONFIG_PRIVATE=$PRIVATE$bindir/pg_config
+# Nothing may lead back into the installation this copies.
+for d in bindir pkglibdir sharedir; do
+    if [[ "$("$PG_CONFIG_PRIVATE" --$d)" != "$PRIVATE"/* ]]; then
+        echo "bench/run.sh: $PG_CONFIG_PRIVATE reports its $d outside $PRIVATE: $("$PG_CONFIG_PRIVATE" --$d)" >&2
         exit 1
     fi
+done
+if [ -n "$(find "$PRIVATE" -type l -lname '/*' | head -1)" ]; then
+    echo "bench/run.sh: a link in $PRIVATE leads out of it:" >&2
+    find "$PRIVATE" -type l -lname '/*' | head -3 >&2
+    exit 1
 fi
-rm -f "$BUILD_LOG"
-flock -s 9
 
-trap cluster_stop EXIT
-trap 'exit 130' INT TERM
-echo "== starting a private PostgreSQL 15 cluster" >&2
+echo "== build (a copy of this tree, against the private installation)" >&2
+# PGXS builds in the tree: a copy, so that this tree's objects (built by
+# its owner against another major, maybe) are neither used nor replaced.
+# Tracked and untracked files as they are now, without what .gitignore
+# lists.
+mkdir -p "$WORK/src"
+git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -C "$WORK/src" -xf -
+BUILD_LOG=$WORK/build.log
+if ! make -C "$WORK/src" -s -j2 PG_CONFIG="$PG_CONFIG_PRIVATE" >"$BUILD_LOG" 2>&1 ||
+   ! make -C "$WORK/src" -s PG_CONFIG="$PG_CONFIG_PRIVATE" install >>"$BUILD_LOG" 2>&1; then
+    cat "$BUILD_LOG" >&2
+    exit 1
+fi
+[ -f "$("$PG_CONFIG_PRIVATE" --pkglibdir)/pg_idempotent.so" ] ||
+    { echo "bench/run.sh: make install put no pg_idempotent.so into $("$PG_CONFIG_PRIVATE" --pkglibdir)" >&2; exit 1; }
+chmod -R a+rX "$PRIVATE"
+
+# The cluster, psql and pgbench: the private installation's programs.
+PGBIN=$PRIVATE$bindir
+export PATH="$PGBIN:$PATH"
+echo "== starting a private PostgreSQL $PG_MAJOR cluster" >&2
 cluster_start
+# initdb's default for data checksums changed in 18 (on; 15: off): a
+# checksummed page is checksummed at every write and verified at every read
+# into shared buffers.
+# BENCH_DATA_CHECKSUMS=on|off sets them (pg_checksums, the cluster
+# stopped), to compare majors alike; unset, each major's default stays.
+if [ -n "${BENCH_DATA_CHECKSUMS:-}" ]; then
+    case "$BENCH_DATA_CHECKSUMS" in
+        on|off) ;;
+        *) echo "bench/run.sh: BENCH_DATA_CHECKSUMS is on or off, not '$BENCH_DATA_CHECKSUMS'" >&2; exit 2 ;;
+    esac
+    if [ "$(bench_psql -c 'SHOW data_checksums')" != "$BENCH_DATA_CHECKSUMS" ]; then
+        echo "   data checksums $BENCH_DATA_CHECKSUMS (pg_checksums)" >&2
+        as_pg "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -w stop >/dev/null
+        if [ "$BENCH_DATA_CHECKSUMS" = on ]; then flag=--enable; else flag=--disable; fi
+        as_pg "$PGBIN/pg_checksums" "$flag" -D "$CLUSTER_DIR/data" >/dev/null
+        as_pg "$PGBIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w -t 60 start >/dev/null ||
+            { cat "$CLUSTER_DIR/server.log" >&2; exit 1; }
+    fi
+fi
 
 BENCH_REPORT=$BENCH_RESULTS/latest.md
 BENCH_TSV=$BENCH_RESULTS/latest.tsv
@@ -79,23 +166,31 @@ printf 'bench\tcase\tsize\tours_ms\thandwritten_ms\tratio\tours\thandwritten\n' 
 scripts=()
 for f in bench/*.sh; do
     name=$(basename "$f" .sh)
-    case "$name" in run|lib|report) continue ;; esac
+    case "$name" in run|lib|report|compare) continue ;; esac
     if [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " != *" $name "* ]]; then continue; fi
     scripts+=("$f")
 done
 [ ${#scripts[@]} -gt 0 ] || { echo "no benchmark matches BENCH_ONLY='${BENCH_ONLY:-}'" >&2; exit 1; }
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain 2>/dev/null | head -1)" ]; then commit+=" (with uncommitted changes)"; fi
+# Changes to what is measured, not to the results (this run has begun
+# writing its own; the other major's may be waiting to be committed).
+if [ -n "$(git status --porcelain -- . ':(exclude)bench/results' 2>/dev/null | head -1)" ]; then
+    commit+=" (with uncommitted changes)"
+fi
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 
-report "# pg_idempotent benchmarks"
+report "# pg_idempotent benchmarks on PostgreSQL $PG_MAJOR"
 report ""
 report "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit"
 report "- machine: $(nproc) CPU(s)${cpu:+, $cpu}, $(awk '/^MemTotal/ { printf "%.1f GB RAM", $2 / 1048576 }' /proc/meminfo)"
-report "- server: $(bench_psql -c 'SHOW server_version') (private cluster, fsync off), $(bench_psql -F ', ' -c "
+# jit = on does nothing in a server built without LLVM (test/lib/pg18.sh
+# builds 18 so): say whether JIT can run at all.
+jit_available=no
+[ "$(bench_psql -c 'SELECT pg_jit_available()')" = t ] && jit_available=yes
+report "- server: PostgreSQL $(bench_psql -c 'SHOW server_version') (private cluster, fsync off; JIT available: $jit_available), $(bench_psql -F ', ' -c "
     SELECT string_agg(name || ' = ' || current_setting(name), ', ' ORDER BY name)
-    FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather')")"
+    FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'max_parallel_workers_per_gather', 'data_checksums')")"
 report "- sizes (BENCH_SIZES): $(for n in "${BENCH_SIZE_LIST[@]}"; do bench_rows "$n"; done | paste -sd ' ' | sed 's/ /, /g') rows"
 report "- timing: server-side clock_timestamp() around EXECUTE of each statement, each its own top-level statement; variants interleaved round-robin (rotating start)"
 
@@ -109,6 +204,7 @@ for f in "${scripts[@]}"; do
     bench_setup_timer
     report ""
     report "## $name"
+    # shellcheck source=/dev/null
     source "$f"
     export PGDATABASE=postgres
 done
