@@ -37,6 +37,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
+source test/lib/private_pg.sh
 source bench/lib.sh
 
 # Bad sizes and a missing or unsupported pg_config fail before anything is
@@ -71,50 +72,11 @@ trap 'cluster_stop; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
 echo "== private installation of $("$SYSTEM_PG_CONFIG" --version) (from $SYSTEM_PG_CONFIG)" >&2
-# PostgreSQL's programs find their lib and share directories relative to
-# their own location, and pg_config reports them so: a copy of the
-# installation under $PRIVATE, with the same paths below it, is an
-# installation of its own; make install with its pg_config installs there
-# and its server loads the module from there. An installation under one
-# prefix (PostgreSQL built from source, test/lib/pg18.sh) is copied whole
-# (its lib directory holds the libpq its programs use); Debian's, spread
-# over /usr/lib/postgresql/N, /usr/share/postgresql/N and
-# /usr/include/postgresql, directory by directory, as test/sanitize/run.sh
-# does. pg_idempotent's own installed files stay behind: only this tree's
-# belong here.
+# The module measured is installed there, never over the installed one
+# (test/lib/private_pg.sh).
 PRIVATE=$WORK/install
-bindir=$("$SYSTEM_PG_CONFIG" --bindir)
-prefix=$(dirname "$bindir")
-dirs=()
-for d in pkglibdir sharedir includedir; do
-    dirs+=("$("$SYSTEM_PG_CONFIG" --$d)")
-done
-if [[ "${dirs[0]}" == "$prefix"/* && "${dirs[1]}" == "$prefix"/* && "${dirs[2]}" == "$prefix"/* ]]; then
-    dirs=("$prefix")
-else
-    dirs=("$bindir" "${dirs[@]}")
-fi
-for d in "${dirs[@]}"; do
-    # Member names relative to the directory, so that the exclusion matches
-    # only pg_idempotent's files, not a directory above them
-    # (/var/cache/pg_idempotent/...).
-    mkdir -p "$PRIVATE$d"
-    (cd "$d" && tar --exclude='pg_idempotent*' --exclude='.complete*' -cf - .) | tar -C "$PRIVATE$d" -xf -
-done
-chmod -R a+rX "$PRIVATE"
-PG_CONFIG_PRIVATE=$PRIVATE$bindir/pg_config
-# Nothing may lead back into the installation this copies.
-for d in bindir pkglibdir sharedir; do
-    if [[ "$("$PG_CONFIG_PRIVATE" --$d)" != "$PRIVATE"/* ]]; then
-        echo "bench/run.sh: $PG_CONFIG_PRIVATE reports its $d outside $PRIVATE: $("$PG_CONFIG_PRIVATE" --$d)" >&2
-        exit 1
-    fi
-done
-if [ -n "$(find "$PRIVATE" -type l -lname '/*' | head -1)" ]; then
-    echo "bench/run.sh: a link in $PRIVATE leads out of it:" >&2
-    find "$PRIVATE" -type l -lname '/*' | head -3 >&2
-    exit 1
-fi
+PRIVATE_BIN=$(private_pg_copy "$SYSTEM_PG_CONFIG" "$PRIVATE") || exit 1
+PG_CONFIG_PRIVATE=$PRIVATE_BIN/pg_config
 
 echo "== build (a copy of this tree, against the private installation)" >&2
 # PGXS builds in the tree: a copy, so that this tree's objects (built by
@@ -134,7 +96,7 @@ fi
 chmod -R a+rX "$PRIVATE"
 
 # The cluster, psql and pgbench: the private installation's programs.
-PGBIN=$PRIVATE$bindir
+PGBIN=$PRIVATE_BIN
 export PATH="$PGBIN:$PATH"
 echo "== starting a private PostgreSQL $PG_MAJOR cluster" >&2
 cluster_start

@@ -14,23 +14,39 @@
 # copy cannot be made, or reports a directory outside DEST, or holds a link
 # that leads out of it.
 private_pg_copy() {
-    local system=$1 dest=$2 d dirs=() bindir config pgxs
-    mkdir -p "$dest" || return 1
-    for d in bindir pkglibdir sharedir includedir; do
-        dirs+=("$("$system" --$d | sed 's|^/||')")
+    local system=$1 dest=$2 d bindir prefix dirs=() config pgxs
+    bindir=$("$system" --bindir)
+    prefix=$(dirname "$bindir")
+    for d in pkglibdir sharedir includedir; do
+        dirs+=("$("$system" --$d)")
     done
-    if ! (cd / && tar --exclude='pg_idempotent*' -cf - "${dirs[@]}") | tar -C "$dest" -xf -; then
-        echo "private_pg_copy: cannot copy ${dirs[*]} to $dest" >&2
-        return 1
+    # An installation under one prefix (PostgreSQL built from source,
+    # test/lib/pg18.sh) is copied whole: its lib directory holds the libpq
+    # its programs use. Debian's, spread over /usr/lib/postgresql/N,
+    # /usr/share/postgresql/N and /usr/include/postgresql, directory by
+    # directory.
+    if [[ "${dirs[0]}" == "$prefix"/* && "${dirs[1]}" == "$prefix"/* && "${dirs[2]}" == "$prefix"/* ]]; then
+        dirs=("$prefix")
+    else
+        dirs=("$bindir" "${dirs[@]}")
     fi
-    bindir="$dest$("$system" --bindir)"
-    config="$bindir/pg_config"
+    for d in "${dirs[@]}"; do
+        # Member names relative to the directory, so that the exclusion
+        # matches only pg_idempotent's files, not a directory above them
+        # (/var/cache/pg_idempotent/...).
+        mkdir -p "$dest$d" || return 1
+        if ! (cd "$d" && tar --exclude='pg_idempotent*' --exclude='.complete*' -cf - .) | tar -C "$dest$d" -xf -; then
+            echo "private_pg_copy: cannot copy $d to $dest" >&2
+            return 1
+        fi
+    done
+    config="$dest$bindir/pg_config"
     pgxs=$(cd "$(dirname "$("$config" --pgxs)")/../.." && pwd)
     if [[ "$("$config" --pkglibdir)" == "$dest"/* && "$("$config" --sharedir)" == "$dest"/* &&
           "$("$config" --bindir)" == "$dest"/* && "$pgxs" == "$dest"/* ]] &&
-       [ -z "$(find "$dest" -type l -lname '/*')" ] && [ -x "$bindir/postgres" ]; then
+       [ -z "$(find "$dest" -type l -lname '/*')" ] && [ -x "$dest$bindir/postgres" ]; then
         chmod -R a+rX "$dest"
-        echo "$bindir"
+        echo "$dest$bindir"
     else
         echo "private_pg_copy: $config does not report directories below $dest (or a link there leads out of it)" >&2
         return 1
