@@ -2,12 +2,14 @@ WITH
 src AS MATERIALIZED (SELECT CAST(pg_catalog."varchar"(CAST(s.k AS pg_catalog."varchar"), 7, false) AS public.e_short) AS k, s.v FROM (SELECT 'abc' AS k, 'xy ' AS v
 ) AS s),
 stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE k IS NULL) AS null_0 FROM src),
-dups AS MATERIALIZED (SELECT src.k FROM src GROUP BY src.k HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.k, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
+tops AS MATERIALIZED (SELECT src.k FROM src GROUP BY src.k HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+dups AS MATERIALIZED (SELECT src.k FROM src JOIN tops ON src.k OPERATOR(pg_catalog.=) tops.k GROUP BY src.k HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.k, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('k')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('k')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'k'), pg_catalog.concat_ws(', ', COALESCE(d.k::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS MATERIALIZED (SELECT DISTINCT ON (k) * FROM src WHERE (SELECT ok FROM checks) ORDER BY k),
+dedup AS MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.k OPERATOR(pg_catalog.=) src.k)
+ UNION ALL (SELECT DISTINCT ON (k) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.k OPERATOR(pg_catalog.=) src.k) ORDER BY k)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.k IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(pg_catalog."varchar"(CAST(d.v AS pg_catalog."varchar"), 7, false) AS public.e_short)), ROW(t.v)) THEN 4

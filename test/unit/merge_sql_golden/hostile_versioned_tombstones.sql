@@ -9,7 +9,8 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_version OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in version column %s of the source', pg_catalog.quote_ident('v;1')), pg_catalog.format('%s source rows have no version.', st.null_version), 'Every source row needs a version when version_column is given.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values at its highest version.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'Key "K"'), pg_catalog.concat_ws(', ', COALESCE(d."Key ""K"""::pg_catalog.text, 'NULL')))), 'Give each change of a key a higher version.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS MATERIALIZED (SELECT DISTINCT ON ("Key ""K""") * FROM src WHERE (SELECT ok FROM checks) ORDER BY "Key ""K""", "v;1" DESC),
+dedup AS MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r."Key ""K""" OPERATOR(pg_catalog.=) src."Key ""K""")
+ UNION ALL (SELECT DISTINCT ON ("Key ""K""") * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r."Key ""K""" OPERATOR(pg_catalog.=) src."Key ""K""") ORDER BY "Key ""K""", "v;1" DESC)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t."Key ""K""" IS NOT NULL) AND tb.version IS NOT NULL AND d."idem$delete" IS NOT TRUE AND NOT (idem._from_canonical(tb.version, NULL::timestamp with time zone) OPERATOR(pg_catalog.<) d."v;1") THEN 5
  WHEN NOT (t."Key ""K""" IS NOT NULL) AND tb.version IS NOT NULL AND d."idem$delete" IS TRUE AND d."v;1" OPERATOR(pg_catalog.<) idem._from_canonical(tb.version, NULL::timestamp with time zone) THEN 5

@@ -9,7 +9,8 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_version OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in version column %s of the source', pg_catalog.quote_ident('v')), pg_catalog.format('%s source rows have no version.', st.null_version), 'Every source row needs a version when version_column is given.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values at its highest version.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'id'), pg_catalog.concat_ws(', ', COALESCE(d.id::pg_catalog.text, 'NULL')))), 'Give each change of a key a higher version.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS MATERIALIZED (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) ORDER BY id, v DESC),
+dedup AS MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)
+ UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id, v DESC)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.id IS NOT NULL) THEN 1
  WHEN d.v OPERATOR(pg_catalog.<) t.v THEN 5
