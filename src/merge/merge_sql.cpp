@@ -147,8 +147,8 @@ std::string tops_cte(const MergeSpec& s)
 {
     const std::string k = key_list(s, "src");
     const std::string top = s.version ? ", pg_catalog.max(src." + s.version->name + ") AS top" : "";
-    return "tops AS MATERIALIZED (SELECT " + k + top + " FROM src GROUP BY " + k + " HAVING pg_catalog.count(*) " +
-           kGt + " 1)";
+    return "tops AS MATERIALIZED (SELECT " + k + top + ", pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY " + k +
+           " HAVING pg_catalog.count(*) " + kGt + " 1)";
 }
 
 // dups: a key whose rows differ (at its highest version).
@@ -232,14 +232,16 @@ std::string checks_cte(const MergeSpec& s)
 // all) pass as they are, through a hash anti-join with tops: no sort of the
 // whole source, and a row estimate near the truth for plan's join to the
 // target (DISTINCT ON over a CTE is estimated at 200 rows, which chose a
-// nested loop of index probes for a million rows).
+// nested loop of index probes for a million rows). Not copied into a
+// tuplestore of its own: plan reads it once, and tally counts its rows
+// from stats and tops (dedup_count).
 std::string dedup_cte(const MergeSpec& s)
 {
     if (!s.check_duplicates)
         return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks))";
     const std::string k = key_list(s, "");
     const std::string repeated = "EXISTS (SELECT FROM tops r WHERE " + keys_match(s, "r", "src") + ")";
-    return "dedup AS MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT " + repeated +
+    return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT " + repeated +
            "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) AND " + repeated +
            " ORDER BY " + k + (s.version ? ", " + s.version->name + " DESC" : "") + "))";
 }
@@ -323,9 +325,19 @@ std::string action_count(int action)
 // (plan's tuplestore holds every source row of a first load: each count
 // read it once more). The keys plan left out are the unchanged ones;
 // absent deletes count as unchanged too (unchanged_in_plan).
-std::string tally_cte()
+// How many rows dedup holds. With the duplicate check, without reading it:
+// the source's rows less the extra rows of each repeated key.
+std::string dedup_count(const MergeSpec& s)
 {
-    return "tally AS MATERIALIZED (SELECT " + count_where("dedup") + " AS n, pg_catalog.count(*) AS kept, " +
+    if (!s.check_duplicates)
+        return count_where("dedup");
+    return "((SELECT st.n FROM stats st) " + std::string(kMinus) + " (SELECT COALESCE(pg_catalog.sum(tp.\"idem$n\" " +
+           kMinus + " 1), 0)::pg_catalog.int8 FROM tops tp))";
+}
+
+std::string tally_cte(const MergeSpec& s)
+{
+    return "tally AS MATERIALIZED (SELECT " + dedup_count(s) + " AS n, pg_catalog.count(*) AS kept, " +
            action_count(kInsert) + " AS to_insert, " + action_count(kUpdate) + " AS to_update, " +
            action_count(kDelete) + " AS to_delete, " + action_count(kStale) + " AS stale, " +
            action_count(kDeleteAbsent) + " AS absent FROM plan p)";
@@ -507,7 +519,7 @@ std::string build_merge_sql(const MergeSpec& s)
         ctes.push_back(tops_cte(s));
         ctes.push_back(dups_cte(s));
     }
-    for (auto& cte : {checks_cte(s), dedup_cte(s), plan_cte(s), checks2_cte(s), tally_cte()})
+    for (auto& cte : {checks_cte(s), dedup_cte(s), plan_cte(s), checks2_cte(s), tally_cte(s)})
         ctes.push_back(cte);
     if (s.dry_run)
         return with(ctes, dry_run_counts(s));

@@ -249,7 +249,9 @@ TEST(MergeSql, DeleteColumnPlansDeletesAndAbsentDeletes)
 TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
 {
     const std::string sql = build_merge_sql(versioned());
-    EXPECT_TRUE(has(sql, "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.ver) AS top FROM src"));
+    EXPECT_TRUE(has(
+        sql,
+        "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.ver) AS top, pg_catalog.count(*) AS \"idem$n\" FROM src"));
     EXPECT_TRUE(has(cte(sql, "dups"),
                     " JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id AND src.ver "
                     "OPERATOR(pg_catalog.=) tops.top "));
@@ -263,7 +265,9 @@ TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
     EXPECT_TRUE(has(sql, "(ta.stale OPERATOR(pg_catalog.+) ta.to_update OPERATOR(pg_catalog.-) "));
     EXPECT_FALSE(has(sql, "_tombstones"));
     const std::string unversioned = build_merge_sql(plain());
-    EXPECT_TRUE(has(unversioned, "\ntops AS MATERIALIZED (SELECT src.id FROM src GROUP BY src.id HAVING "));
+    EXPECT_TRUE(has(
+        unversioned,
+        "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY src.id HAVING "));
     EXPECT_TRUE(has(unversioned, "\n (ta.stale)::pg_catalog.int8 AS stale\n"));
 }
 
@@ -275,6 +279,11 @@ TEST(MergeSql, OnlyRepeatedKeysAreDigestedAndSorted)
 {
     const std::string sql = build_merge_sql(plain());
     EXPECT_TRUE(has(cte(sql, "tops"), "GROUP BY src.id HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1)"));
+    // dedup is not copied again; tally counts its rows from stats and tops.
+    EXPECT_TRUE(has(sql, "\ndedup AS NOT MATERIALIZED ("));
+    EXPECT_TRUE(has(cte(sql, "tally"),
+                    "((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) (SELECT COALESCE(pg_catalog.sum(tp.\"idem$n\" "
+                    "OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n"));
     EXPECT_TRUE(has(cte(sql, "dups"), "FROM src JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id GROUP BY"));
     EXPECT_TRUE(has(cte(sql, "dedup"),
                     "SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE "
