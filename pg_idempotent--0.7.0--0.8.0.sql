@@ -102,3 +102,44 @@ AS $$
 $$;
 COMMENT ON FUNCTION idem._comment_statements(regclass, regclass, text) IS
   'Internal (swap_partition): COMMENT statements that give target (named target_name) the comments of source on the table and on the columns both have';
+
+-- ---------------------------------------------------------------------------
+-- merge and merge_query take exclude_columns (dbt's merge_exclude_columns):
+-- the columns an update leaves alone. A new trailing parameter with a
+-- default, so every call of the old signature, positional or named, means
+-- what it meant. A parameter cannot be added in place: the old signature
+-- goes, the new one comes with the same options, comment and (default)
+-- privileges.
+DROP FUNCTION idem.merge(regclass, regclass, text[], text, text, boolean, text, text[], boolean, boolean);
+CREATE FUNCTION idem.merge(target regclass, source regclass,
+                           key text[] DEFAULT NULL,
+                           version_column text DEFAULT NULL,
+                           delete_column text DEFAULT NULL,
+                           delete_missing boolean DEFAULT false,
+                           delete_scope text DEFAULT NULL,
+                           columns text[] DEFAULT NULL,
+                           allow_empty boolean DEFAULT false,
+                           dry_run boolean DEFAULT false,
+                           exclude_columns text[] DEFAULT NULL)
+  RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_merge'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.merge(regclass, regclass, text[], text, text, boolean, text, text[], boolean, boolean, text[]) IS
+  'Merges a source table or view into target on the business key: inserts new keys, updates changed rows, never touches unchanged ones; versions, deletes and tombstones';
+
+DROP FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean);
+CREATE FUNCTION idem.merge_query(target regclass, query text,
+                                 key text[] DEFAULT NULL,
+                                 version_column text DEFAULT NULL,
+                                 delete_column text DEFAULT NULL,
+                                 delete_missing boolean DEFAULT false,
+                                 delete_scope text DEFAULT NULL,
+                                 columns text[] DEFAULT NULL,
+                                 allow_empty boolean DEFAULT false,
+                                 dry_run boolean DEFAULT false,
+                                 exclude_columns text[] DEFAULT NULL)
+  RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_merge_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean, text[]) IS
+  'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';

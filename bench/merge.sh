@@ -8,6 +8,10 @@
 #      skips unchanged rows (and the MERGE alone); plus rows rewritten and
 #      WAL written, vs a naive INSERT ... ON CONFLICT DO UPDATE replay;
 #   3. 10% of the rows changed, vs the same guarded MERGE.
+# Each twice, for two kinds of source (the hand-written SQL reads the same
+# source): first a source table with a primary key on the merge key, then
+# the same table without any index, as real batches come (dbt's __dbt_tmp,
+# a table filled by COPY, a view over raw data: issue 24).
 # Every timed statement starts from the same state (BENCH_RESET, untimed).
 # Per situation, idem.merge first runs once untimed under auto_explain
 # (ANALYZE) and a statement timeout: the report shows its plan's time per
@@ -18,8 +22,8 @@
 #
 # BENCH_MERGE_ROUNDS (default 5) sets the timed rounds here (a round is
 # seconds long); BENCH_WARMUP applies as usual; BENCH_MERGE_TIMEOUT (default
-# 60 s) limits each untimed idem.merge run. About 5 minutes on 2 cores at
-# 1M rows, a tenth of that more for 100k and 10k.
+# 60 s) limits each untimed idem.merge run. About 10 minutes on 2 cores at
+# 1M rows (both kinds of source), a tenth of that more for 100k and 10k.
 
 merge_rounds=${BENCH_MERGE_ROUNDS:-5}
 merge_saved_rounds=$BENCH_ROUNDS
@@ -313,34 +317,34 @@ merge_size() {
     say "merge at $rows rows: loading"
     merge_load "$n"
     report ""
-    report "### $rows rows"
+    report "### $rows rows, $merge_kind_title"
     report ""
     report "Tables \`src\` and \`t\`: $(bench_psql -F ' ' -c "
         SELECT to_char(count(*), 'FM9,999,999,999') || ' rows, '
                || pg_size_pretty(pg_table_size('src')) || ' heap + '
-               || pg_size_pretty(pg_indexes_size('src')) || ' primary key, c3 '
+               || pg_size_pretty(pg_indexes_size('src')) || ' of indexes on src, c3 '
                || min(length(c3)) || '-' || max(length(c3)) || ' chars'
-        FROM src") (id bigint primary key, c1 int, c2 numeric(12,2), c3 text, c4 timestamptz; VACUUM ANALYZEd; autovacuum off)."
+        FROM src") (id bigint, c1 int, c2 numeric(12,2), c3 text, c4 timestamptz; \`t\` has its primary key on id, \`src\` $merge_kind_src; VACUUM ANALYZEd; autovacuum off)."
 
     # 1. First load into an empty target.
     say "first load: untimed idem.merge under auto_explain"
     bench_psql >/dev/null <<<"TRUNCATE t; CHECKPOINT;"
     merge_profile "first load" "TRUNCATE t; CHECKPOINT;"
     report ""
-    report "#### 1. First load into an empty target, $rows rows"
+    report "#### 1. First load into an empty target, $rows rows, $merge_kind_title"
     report ""
     report "Before each timed statement (untimed): its target is TRUNCATEd and a CHECKPOINT writes out the previous round's pages."
     BENCH_RESET=([ioc]="TRUNCATE t_ioc; CHECKPOINT;" [merge]="TRUNCATE t; CHECKPOINT;")
     if [ "$merge_ok" = yes ]; then
-        bench_compare "merge_load_$n" ioc "$ioc_load" merge "$merge_call"
+        bench_compare "merge_load_${merge_kind}_$n" ioc "$ioc_load" merge "$merge_call"
         load_merge=${BENCH_MEDIAN[merge]}
     else
-        bench_compare "merge_load_$n" ioc "$ioc_load"
+        bench_compare "merge_load_${merge_kind}_$n" ioc "$ioc_load"
         load_merge=timeout
     fi
     BENCH_RESET=()
     load_ioc=${BENCH_MEDIAN[ioc]}
-    bench_tsv merge "first load" "$n" "$(merge_ms "$load_merge")" "$load_ioc" \
+    bench_tsv merge "first load$merge_kind_case" "$n" "$(merge_ms "$load_merge")" "$load_ioc" \
         "idem.merge" "INSERT ... ON CONFLICT DO UPDATE"
     [ "$big" = yes ] && merge_profile_emit
 
@@ -350,8 +354,8 @@ merge_size() {
     bench_psql >/dev/null <<<"$restore_t"
     merge_profile "replay" "$restore_t"
     report ""
-    report "#### 2. Replay of unchanged data (\`t\` already equals \`src\`), $rows rows"
-    if [ "$n" = "$BENCH_SIZE_MIN" ]; then
+    report "#### 2. Replay of unchanged data (\`t\` already equals \`src\`), $rows rows, $merge_kind_title"
+    if [ "$n" = "$BENCH_SIZE_MIN" ] && [ "$merge_kind" = pk ]; then
         report ""
         report "\`guarded\` and \`bare\` are what a user writes for the same guarantees: \`merge_guarded()\` is the duplicate-key check and the MERGE in one plpgsql function (both timed together); \`merge_bare()\` is the same MERGE alone."
         report ""
@@ -360,15 +364,15 @@ merge_size() {
         report '```'
     fi
     if [ "$merge_ok" = yes ]; then
-        bench_compare "merge_replay_$n" guarded "SELECT merge_guarded()" bare "SELECT merge_bare()" merge "$merge_call"
+        bench_compare "merge_replay_${merge_kind}_$n" guarded "SELECT merge_guarded()" bare "SELECT merge_bare()" merge "$merge_call"
         replay_merge=${BENCH_MEDIAN[merge]}
     else
-        bench_compare "merge_replay_$n" guarded "SELECT merge_guarded()" bare "SELECT merge_bare()"
+        bench_compare "merge_replay_${merge_kind}_$n" guarded "SELECT merge_guarded()" bare "SELECT merge_bare()"
         replay_merge=timeout
     fi
     replay_guarded=${BENCH_MEDIAN[guarded]}
     replay_bare=${BENCH_MEDIAN[bare]}
-    bench_tsv merge "replay, unchanged data" "$n" "$(merge_ms "$replay_merge")" "$replay_guarded" \
+    bench_tsv merge "replay, unchanged data$merge_kind_case" "$n" "$(merge_ms "$replay_merge")" "$replay_guarded" \
         "idem.merge" "duplicate check + MERGE ... IS DISTINCT FROM"
     if [ "$merge_ok" = yes ]; then
         report ""
@@ -393,20 +397,20 @@ SQL
     bench_psql >/dev/null <<<"$restore_t"
     merge_profile "10% changed" "$restore_t"
     report ""
-    report "#### 3. 10% of the rows changed, $rows rows"
+    report "#### 3. 10% of the rows changed, $rows rows, $merge_kind_title"
     report ""
     report "\`src\` has c1 + 1 where id % 10 = 0 ($(bench_rows $((n / 10))) rows). Before each timed statement (untimed): \`$restore_t\`"
     BENCH_RESET=([guarded]="$restore_t" [merge]="$restore_t")
     if [ "$merge_ok" = yes ]; then
-        bench_compare "merge_10pct_$n" guarded "SELECT merge_guarded()" merge "$merge_call"
+        bench_compare "merge_10pct_${merge_kind}_$n" guarded "SELECT merge_guarded()" merge "$merge_call"
         pct_merge=${BENCH_MEDIAN[merge]}
     else
-        bench_compare "merge_10pct_$n" guarded "SELECT merge_guarded()"
+        bench_compare "merge_10pct_${merge_kind}_$n" guarded "SELECT merge_guarded()"
         pct_merge=timeout
     fi
     BENCH_RESET=()
     pct_guarded=${BENCH_MEDIAN[guarded]}
-    bench_tsv merge "10% of the rows changed" "$n" "$(merge_ms "$pct_merge")" "$pct_guarded" \
+    bench_tsv merge "10% of the rows changed$merge_kind_case" "$n" "$(merge_ms "$pct_merge")" "$pct_guarded" \
         "idem.merge" "duplicate check + MERGE ... IS DISTINCT FROM"
     report ""
     report "- rows of \`t\` differing from \`src\` after the last round: $(bench_psql -c "SELECT count(*) FROM t FULL JOIN src s USING (id) WHERE (t.c1, t.c2, t.c3, t.c4) IS DISTINCT FROM (s.c1, s.c2, s.c3, s.c4)")"
@@ -442,7 +446,7 @@ SQL
 )
     done
     report ""
-    report "#### Replay: rows written and WAL, $(bench_rows "$BENCH_SIZE_MAX") rows"
+    report "#### Replay: rows written and WAL, $(bench_rows "$BENCH_SIZE_MAX") rows, $merge_kind_title"
     report ""
     report "Each replay once more, under EXPLAIN (ANALYZE, WAL), in a transaction rolled back afterwards. Rows rewritten: rows of \`t\` with a new tuple version (xmin of that transaction); rows locked: row versions only locked (xmax of that transaction). WAL: the top plan node's \"WAL Bytes\" (this backend's WAL, nested statements included), and the WAL insert position's advance as a cross-check."
     report ""
@@ -465,24 +469,39 @@ SQL
     fi
 }
 
-for n in "${BENCH_SIZE_LIST[@]}"; do
-    merge_size "$n"
-done
+# Both kinds of source, every size, each with its goals at the largest size.
+# The key-less source is src with its primary key dropped (the hand-written
+# SQL reads it too).
+for merge_kind in pk nokey; do
+    if [ "$merge_kind" = pk ]; then
+        merge_kind_title="source with a primary key"
+        merge_kind_src="has its primary key on id"
+        merge_kind_case=""
+    else
+        bench_psql -c "ALTER TABLE src DROP CONSTRAINT src_pkey"
+        merge_kind_title="source without any index"
+        merge_kind_src="has no index"
+        merge_kind_case=", source without index"
+    fi
+    for n in "${BENCH_SIZE_LIST[@]}"; do
+        merge_size "$n"
+    done
 
-# The goals, at the largest size (the last merge_size).
-report ""
-report "### Goals, $(bench_rows "$BENCH_SIZE_MAX") rows"
-bench_goal_begin
-if [ "$merge_src" != src ]; then
-    bench_goal "idem.merge runs with a primary-key source table (1 = yes)" 0 ">=" 1
-fi
-merge_goal "1. first load: idem.merge / INSERT ... ON CONFLICT" "$load_merge" "$load_ioc" 1.15
-merge_goal "2. replay: idem.merge / duplicate check + guarded MERGE" "$replay_merge" "$replay_guarded" 1.10
-if [ "$replay_merge" != timeout ]; then
-    bench_goal "2. replay: rows rewritten by idem.merge" "$merge_rewritten" "<=" 0
-    bench_goal "2. replay: idem.merge WAL / naive ON CONFLICT replay WAL" "$merge_wal_pct" "<=" 1 %
-fi
-merge_goal "3. 10% changed: idem.merge / duplicate check + guarded MERGE" "$pct_merge" "$pct_guarded" 1.15
+    # The goals, at the largest size (the last merge_size).
+    report ""
+    report "### Goals, $(bench_rows "$BENCH_SIZE_MAX") rows, $merge_kind_title"
+    bench_goal_begin
+    if [ "$merge_src" != src ]; then
+        bench_goal "idem.merge runs with a primary-key source table (1 = yes)" 0 ">=" 1
+    fi
+    merge_goal "1. first load: idem.merge / INSERT ... ON CONFLICT" "$load_merge" "$load_ioc" 1.15
+    merge_goal "2. replay: idem.merge / duplicate check + guarded MERGE" "$replay_merge" "$replay_guarded" 1.10
+    if [ "$replay_merge" != timeout ]; then
+        bench_goal "2. replay: rows rewritten by idem.merge" "$merge_rewritten" "<=" 0
+        bench_goal "2. replay: idem.merge WAL / naive ON CONFLICT replay WAL" "$merge_wal_pct" "<=" 1 %
+    fi
+    merge_goal "3. 10% changed: idem.merge / duplicate check + guarded MERGE" "$pct_merge" "$pct_guarded" 1.15
+done
 
 bench_psql >/dev/null <<'SQL'
 ALTER SYSTEM RESET autovacuum;

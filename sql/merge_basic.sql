@@ -165,3 +165,17 @@ UPDATE m_pk_source SET name = 'changed' WHERE id % 10 = 0;
 SELECT * FROM idem.merge('m_pk_target', 'm_pk_source', dry_run => true);
 SELECT * FROM idem.merge('m_pk_target', 'm_pk_source');
 SELECT idem.checksum('m_pk_target') = idem.checksum('m_pk_source') AS converged;
+
+-- A source without an index: repeated keys (identical rows) collapse, the
+-- others pass as they are, and each key counts once. Key and columns named
+-- like the statement's own (n, top, r, src) do not clash with it.
+CREATE TABLE m_names (n int PRIMARY KEY, top text, r int, src int);
+CREATE TABLE m_names_src (n int, top text, r int, src int);
+INSERT INTO m_names_src VALUES (1, 'a', 1, 1), (2, 'b', 2, 2), (2, 'b', 2, 2), (3, 'c', 3, 3), (3, 'c', 3, 3), (3, 'c', 3, 3);
+SELECT * FROM idem.merge('m_names', 'm_names_src');
+SELECT * FROM idem.merge('m_names', 'm_names_src');
+UPDATE m_names_src SET r = 20 WHERE n = 2;
+SELECT * FROM idem.merge('m_names', 'm_names_src', dry_run => true);
+SELECT * FROM idem.merge('m_names', 'm_names_src');
+SELECT * FROM m_names ORDER BY n;
+SELECT * FROM idem.merge('m_names', 'm_names_src', version_column => 'r');

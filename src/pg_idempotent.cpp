@@ -214,6 +214,10 @@ static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
     o.allow_empty = *pg::arg_bool(fcinfo, 8);
     pg::require_arg(fcinfo, 9, "dry_run");
     o.dry_run = *pg::arg_bool(fcinfo, 9);
+    // exclude_columns came in 0.8.0: a database still at an older version
+    // calls with ten arguments.
+    if (PG_NARGS() > 10)
+        o.exclude_columns = pg::arg_text_array(fcinfo, 10, "exclude_columns");
     return o;
 }
 

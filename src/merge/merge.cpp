@@ -252,9 +252,10 @@ void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, co
         if (find_column(src.columns, c) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
                             "column \"" + c + "\" named in columns is missing from the source");
+        // dbt's merge_update_columns may list the unique key: it is equal in
+        // source and target by definition, so there is nothing to write.
         if (std::find(key.begin(), key.end(), c) != key.end())
-            throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in columns",
-                            "Keys identify rows; they are never updated.");
+            continue;
         if (tc->generated != '\0' || tc->identity == 'a')
             throw UserError(sqlstate::kGeneratedAlways, "column \"" + c + "\" named in columns cannot be updated",
                             "It is a generated or GENERATED ALWAYS identity column.");
@@ -264,12 +265,47 @@ void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, co
         spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, *options.version_column)));
 }
 
-// What an update writes by default: what an insert writes but the keys and
-// identity ALWAYS columns (which an insert may override, an update never).
-void plan_default_update_columns(core::MergeSpec& spec, const pg::Relation& target)
+// exclude_columns (dbt's merge_exclude_columns): target columns an update
+// leaves alone. Checked before anything is planned; returns them quoted, as
+// MergeColumn names are.
+std::set<std::string> check_exclude_columns(const pg::Relation& target, const MergeOptions& options,
+                                            const std::vector<std::string>& key)
+{
+    std::set<std::string> quoted;
+    if (!options.exclude_columns)
+        return quoted;
+    if (options.columns)
+        throw UserError(sqlstate::kInvalidParameterValue, "columns and exclude_columns cannot both be given",
+                        "columns names what an update writes; exclude_columns names what it leaves alone.",
+                        "Pass one of them.");
+    // Named and checked as idem.checksum's exclude_columns are: a name the
+    // target lacks is a typo and fails, a name given twice is harmless.
+    for (const auto& c : *options.exclude_columns) {
+        if (find_column(target.columns, c) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "column \"" + c + "\" of relation \"" + target.display + "\" does not exist",
+                            "It was named in exclude_columns.", "Column names are matched exactly, case included.");
+        if (std::find(key.begin(), key.end(), c) != key.end())
+            throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in exclude_columns",
+                            "An insert writes every key column and an update never writes one, so a key cannot "
+                            "be excluded.",
+                            "Leave the key columns out of exclude_columns.");
+        if (options.version_column == c)
+            throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be in exclude_columns",
+                            "An update always writes the version column: it decides which row is newer.");
+        quoted.insert(pg::quote_ident(c));
+    }
+    return quoted;
+}
+
+// What an update writes by default: what an insert writes but the keys,
+// identity ALWAYS columns (which an insert may override, an update never)
+// and the columns of exclude_columns.
+void plan_default_update_columns(core::MergeSpec& spec, const pg::Relation& target,
+                                 const std::set<std::string>& excluded)
 {
     for (const auto& c : spec.insert_columns) {
-        bool skip = false;
+        bool skip = excluded.count(c.name) > 0;
         for (const auto& k : spec.keys)
             skip = skip || k.name == c.name;
         for (const auto& tc : target.columns)
@@ -293,6 +329,7 @@ void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::
 core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, const MergeSource& source,
                            const MergeOptions& options, const std::vector<std::string>& key)
 {
+    const std::set<std::string> excluded = check_exclude_columns(target, options, key);
     core::MergeSpec spec;
     spec.target = target.qualified;
     spec.source_sql = src.sql;
@@ -302,7 +339,7 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     if (options.columns)
         plan_named_update_columns(spec, src, target, options, key);
     else
-        plan_default_update_columns(spec, target);
+        plan_default_update_columns(spec, target, excluded);
     if (options.version_column)
         plan_version(spec, target, *options.version_column);
     if (options.delete_column)

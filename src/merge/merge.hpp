@@ -23,6 +23,7 @@ struct MergeOptions {
     bool delete_missing = false;
     std::optional<std::string> delete_scope;
     std::optional<std::vector<std::string>> columns;
+    std::optional<std::vector<std::string>> exclude_columns;  // what an update does not write
     bool allow_empty = false;
     bool dry_run = false;
 };

@@ -139,13 +139,16 @@ std::string source_row_digest(const MergeSpec& s)
     return digest_of(cols, "src", false);
 }
 
-// tops (versioned only): the highest version of each key with more than
-// one row; only the rows of that version compete.
+// tops: the keys with more than one source row (usually none), and for
+// each its highest version (versioned: only the rows of that version
+// compete). Found by the key alone, a hash aggregate, so that only these
+// keys' rows are digested (dups) and sorted (dedup).
 std::string tops_cte(const MergeSpec& s)
 {
     const std::string k = key_list(s, "src");
-    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.max(src." + s.version->name +
-           ") AS top FROM src GROUP BY " + k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
+    const std::string top = s.version ? ", pg_catalog.max(src." + s.version->name + ") AS top" : "";
+    return "tops AS MATERIALIZED (SELECT " + k + top + ", pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY " + k +
+           " HAVING pg_catalog.count(*) " + kGt + " 1)";
 }
 
 // dups: a key whose rows differ (at its highest version).
@@ -154,10 +157,11 @@ std::string dups_cte(const MergeSpec& s)
     const std::string k = key_list(s, "src");
     const std::string differ =
         " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " + source_row_digest(s) + ") " + kGt + " 1 LIMIT 1)";
+    const std::string from =
+        "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s, "src", "tops");
     if (!s.version)
-        return "dups AS MATERIALIZED (SELECT " + k + " FROM src" + differ;
-    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s, "src", "tops") +
-           " AND src." + s.version->name + " " + s.version_eq + " tops.top" + differ;
+        return from + differ;
+    return from + " AND src." + s.version->name + " " + s.version_eq + " tops.top" + differ;
 }
 
 // The WHENs of checks, one per key column: a NULL key raises 23502.
@@ -224,13 +228,22 @@ std::string checks_cte(const MergeSpec& s)
 }
 
 // dedup: one row per key (the highest version).
+// The rows of a key that repeats are sorted to keep one; the others (usually
+// all) pass as they are, through a hash anti-join with tops: no sort of the
+// whole source, and a row estimate near the truth for plan's join to the
+// target (DISTINCT ON over a CTE is estimated at 200 rows, which chose a
+// nested loop of index probes for a million rows). Not copied into a
+// tuplestore of its own: plan reads it once, and tally counts its rows
+// from stats and tops (dedup_count).
 std::string dedup_cte(const MergeSpec& s)
 {
     if (!s.check_duplicates)
         return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks))";
     const std::string k = key_list(s, "");
-    return "dedup AS MATERIALIZED (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) ORDER BY " +
-           k + (s.version ? ", " + s.version->name + " DESC" : "") + ")";
+    const std::string repeated = "EXISTS (SELECT FROM tops r WHERE " + keys_match(s, "r", "src") + ")";
+    return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT " + repeated +
+           "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) AND " + repeated +
+           " ORDER BY " + k + (s.version ? ", " + s.version->name + " DESC" : "") + "))";
 }
 
 // The WHENs of plan that a key's tombstone decides (the target lacks the key).
@@ -312,9 +325,19 @@ std::string action_count(int action)
 // (plan's tuplestore holds every source row of a first load: each count
 // read it once more). The keys plan left out are the unchanged ones;
 // absent deletes count as unchanged too (unchanged_in_plan).
-std::string tally_cte()
+// How many rows dedup holds. With the duplicate check, without reading it:
+// the source's rows less the extra rows of each repeated key.
+std::string dedup_count(const MergeSpec& s)
 {
-    return "tally AS MATERIALIZED (SELECT " + count_where("dedup") + " AS n, pg_catalog.count(*) AS kept, " +
+    if (!s.check_duplicates)
+        return count_where("dedup");
+    return "((SELECT st.n FROM stats st) " + std::string(kMinus) + " (SELECT COALESCE(pg_catalog.sum(tp.\"idem$n\" " +
+           kMinus + " 1), 0)::pg_catalog.int8 FROM tops tp))";
+}
+
+std::string tally_cte(const MergeSpec& s)
+{
+    return "tally AS MATERIALIZED (SELECT " + dedup_count(s) + " AS n, pg_catalog.count(*) AS kept, " +
            action_count(kInsert) + " AS to_insert, " + action_count(kUpdate) + " AS to_update, " +
            action_count(kDelete) + " AS to_delete, " + action_count(kStale) + " AS stale, " +
            action_count(kDeleteAbsent) + " AS absent FROM plan p)";
@@ -493,11 +516,10 @@ std::string build_merge_sql(const MergeSpec& s)
     // Read the source, check it, plan each key.
     std::vector<std::string> ctes = {src_cte(s), stats_cte(s)};
     if (s.check_duplicates) {
-        if (s.version)
-            ctes.push_back(tops_cte(s));
+        ctes.push_back(tops_cte(s));
         ctes.push_back(dups_cte(s));
     }
-    for (auto& cte : {checks_cte(s), dedup_cte(s), plan_cte(s), checks2_cte(s), tally_cte()})
+    for (auto& cte : {checks_cte(s), dedup_cte(s), plan_cte(s), checks2_cte(s), tally_cte(s)})
         ctes.push_back(cte);
     if (s.dry_run)
         return with(ctes, dry_run_counts(s));

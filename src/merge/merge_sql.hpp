@@ -9,10 +9,10 @@
 // checks, the writes and the counts commit or fail together:
 //   src     the source rows (keys and versions cast to the target's types)
 //   stats   row count and NULL counts           -> 23502
-//   tops    (versioned) each key's highest version
+//   tops    keys that repeat (and their highest version)
 //   dups    keys with differing rows             -> 21000
 //   checks  raises the first problem found, else true (gates everything)
-//   dedup   one row per key (the highest version)
+//   dedup   one row per key (the highest version); only repeated keys sorted
 //   plan    each key's action against the target (and its tombstone)
 //   checks2 equal version, different content     -> 21000
 //   tally   the planned counts (a dry run ends here)

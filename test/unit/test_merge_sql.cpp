@@ -249,7 +249,9 @@ TEST(MergeSql, DeleteColumnPlansDeletesAndAbsentDeletes)
 TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
 {
     const std::string sql = build_merge_sql(versioned());
-    EXPECT_TRUE(has(sql, "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.ver) AS top FROM src"));
+    EXPECT_TRUE(has(
+        sql,
+        "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.ver) AS top, pg_catalog.count(*) AS \"idem$n\" FROM src"));
     EXPECT_TRUE(has(cte(sql, "dups"),
                     " JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id AND src.ver "
                     "OPERATOR(pg_catalog.=) tops.top "));
@@ -263,8 +265,37 @@ TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
     EXPECT_TRUE(has(sql, "(ta.stale OPERATOR(pg_catalog.+) ta.to_update OPERATOR(pg_catalog.-) "));
     EXPECT_FALSE(has(sql, "_tombstones"));
     const std::string unversioned = build_merge_sql(plain());
-    EXPECT_FALSE(has(unversioned, "\ntops AS"));
+    EXPECT_TRUE(has(
+        unversioned,
+        "\ntops AS MATERIALIZED (SELECT src.id, pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY src.id HAVING "));
     EXPECT_TRUE(has(unversioned, "\n (ta.stale)::pg_catalog.int8 AS stale\n"));
+}
+
+// Repeated keys are found by the key alone (tops, a hash aggregate); only
+// their rows are digested (dups) and sorted (dedup). Every other row passes
+// to dedup through an anti-join with tops, unsorted: a source without an
+// index is no longer sorted twice (issue 24).
+TEST(MergeSql, OnlyRepeatedKeysAreDigestedAndSorted)
+{
+    const std::string sql = build_merge_sql(plain());
+    EXPECT_TRUE(has(cte(sql, "tops"), "GROUP BY src.id HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1)"));
+    // dedup is not copied again; tally counts its rows from stats and tops.
+    EXPECT_TRUE(has(sql, "\ndedup AS NOT MATERIALIZED ("));
+    EXPECT_TRUE(has(cte(sql, "tally"),
+                    "((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) (SELECT COALESCE(pg_catalog.sum(tp.\"idem$n\" "
+                    "OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n"));
+    EXPECT_TRUE(has(cte(sql, "dups"), "FROM src JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id GROUP BY"));
+    EXPECT_TRUE(has(cte(sql, "dedup"),
+                    "SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE "
+                    "r.id OPERATOR(pg_catalog.=) src.id)\n UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE "
+                    "(SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) "
+                    "src.id) ORDER BY id))"));
+    // A source unique on the key has none of this.
+    MergeSpec unique = plain();
+    unique.check_duplicates = false;
+    const std::string u = build_merge_sql(unique);
+    EXPECT_FALSE(has(u, "\ntops AS"));
+    EXPECT_FALSE(has(u, "DISTINCT ON"));
 }
 
 TEST(MergeSql, TombstonesAreReadAndWrittenWithVersionedDeletes)

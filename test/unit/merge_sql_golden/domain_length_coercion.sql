@@ -2,12 +2,14 @@ WITH
 src AS MATERIALIZED (SELECT CAST(pg_catalog."varchar"(CAST(s.k AS pg_catalog."varchar"), 7, false) AS public.e_short) AS k, s.v FROM (SELECT 'abc' AS k, 'xy ' AS v
 ) AS s),
 stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE k IS NULL) AS null_0 FROM src),
-dups AS MATERIALIZED (SELECT src.k FROM src GROUP BY src.k HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.k, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
+tops AS MATERIALIZED (SELECT src.k, pg_catalog.count(*) AS "idem$n" FROM src GROUP BY src.k HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+dups AS MATERIALIZED (SELECT src.k FROM src JOIN tops ON src.k OPERATOR(pg_catalog.=) tops.k GROUP BY src.k HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.k, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('k')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('k')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'k'), pg_catalog.concat_ws(', ', COALESCE(d.k::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS MATERIALIZED (SELECT DISTINCT ON (k) * FROM src WHERE (SELECT ok FROM checks) ORDER BY k),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.k OPERATOR(pg_catalog.=) src.k)
+ UNION ALL (SELECT DISTINCT ON (k) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.k OPERATOR(pg_catalog.=) src.k) ORDER BY k)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.k IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(pg_catalog."varchar"(CAST(d.v AS pg_catalog."varchar"), 7, false) AS public.e_short)), ROW(t.v)) THEN 4
@@ -15,7 +17,7 @@ plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  FROM dedup d LEFT JOIN public.e_len_dom AS t ON t.k OPERATOR(pg_catalog.=) d.k
  OFFSET 0) AS x WHERE x."idem$action" OPERATOR(pg_catalog.<>) 4),
 checks2 AS MATERIALIZED (SELECT true AS ok),
-tally AS MATERIALIZED (SELECT (SELECT pg_catalog.count(*) FROM dedup) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
+tally AS MATERIALIZED (SELECT ((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) (SELECT COALESCE(pg_catalog.sum(tp."idem$n" OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
 todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),
 ins AS (INSERT INTO public.e_len_dom AS t (k, v)
  SELECT p.k, p.v FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.k

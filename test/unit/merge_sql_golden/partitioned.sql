@@ -2,13 +2,15 @@ WITH
 src AS MATERIALIZED (SELECT CAST(s.day AS pg_catalog.date) AS day, CAST(s.store AS integer) AS store, s.revenue FROM (SELECT * FROM (VALUES ('2024-07-07'::date, 1, 10.0), ('2024-07-08'::date, 1, 20.0)) v(day, store, revenue)
 ) AS s),
 stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE day IS NULL) AS null_0, pg_catalog.count(*) FILTER (WHERE store IS NULL) AS null_1 FROM src),
-dups AS MATERIALIZED (SELECT src.day, src.store FROM src GROUP BY src.day, src.store HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.day, src.store, src.revenue))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
+tops AS MATERIALIZED (SELECT src.day, src.store, pg_catalog.count(*) AS "idem$n" FROM src GROUP BY src.day, src.store HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+dups AS MATERIALIZED (SELECT src.day, src.store FROM src JOIN tops ON src.day OPERATOR(pg_catalog.=) tops.day AND src.store OPERATOR(pg_catalog.=) tops.store GROUP BY src.day, src.store HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.day, src.store, src.revenue))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('day')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('day')), 'Every key column of every source row must have a value.')
  WHEN st.null_1 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('store')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_1, pg_catalog.quote_ident('store')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'day', 'store'), pg_catalog.concat_ws(', ', COALESCE(d.day::pg_catalog.text, 'NULL'), COALESCE(d.store::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS MATERIALIZED (SELECT DISTINCT ON (day, store) * FROM src WHERE (SELECT ok FROM checks) ORDER BY day, store),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store)
+ UNION ALL (SELECT DISTINCT ON (day, store) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store) ORDER BY day, store)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.day IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(d.revenue AS numeric)), ROW(t.revenue)) THEN 4
@@ -16,7 +18,7 @@ plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  FROM dedup d LEFT JOIN public.m_sales AS t ON t.day OPERATOR(pg_catalog.=) d.day AND t.store OPERATOR(pg_catalog.=) d.store
  OFFSET 0) AS x WHERE x."idem$action" OPERATOR(pg_catalog.<>) 4),
 checks2 AS MATERIALIZED (SELECT true AS ok),
-tally AS MATERIALIZED (SELECT (SELECT pg_catalog.count(*) FROM dedup) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
+tally AS MATERIALIZED (SELECT ((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) (SELECT COALESCE(pg_catalog.sum(tp."idem$n" OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
 todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),
 ins AS (INSERT INTO public.m_sales AS t (day, store, revenue)
  SELECT p.day, p.store, p.revenue FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.day, p.store

@@ -2,14 +2,15 @@ WITH
 src AS MATERIALIZED (SELECT CAST(s.id AS integer) AS id, CAST(s.v AS bigint) AS v, s.payload FROM (SELECT * FROM (VALUES (1, 9, 'one@9'), (2, 10, 'two@10'), (3, 11, 'three@11'), (4, 1, 'four@1')) s(id, v, payload)
 ) AS s),
 stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE id IS NULL) AS null_0, pg_catalog.count(*) FILTER (WHERE v IS NULL) AS null_version FROM src),
-tops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.v) AS top FROM src GROUP BY src.id HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+tops AS MATERIALIZED (SELECT src.id, pg_catalog.max(src.v) AS top, pg_catalog.count(*) AS "idem$n" FROM src GROUP BY src.id HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
 dups AS MATERIALIZED (SELECT src.id FROM src JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id AND src.v OPERATOR(pg_catalog.=) tops.top GROUP BY src.id HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.id, src.v, src.payload))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('id')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('id')), 'Every key column of every source row must have a value.')
  WHEN st.null_version OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in version column %s of the source', pg_catalog.quote_ident('v')), pg_catalog.format('%s source rows have no version.', st.null_version), 'Every source row needs a version when version_column is given.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values at its highest version.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'id'), pg_catalog.concat_ws(', ', COALESCE(d.id::pg_catalog.text, 'NULL')))), 'Give each change of a key a higher version.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS MATERIALIZED (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) ORDER BY id, v DESC),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)
+ UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id, v DESC)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.id IS NOT NULL) THEN 1
  WHEN d.v OPERATOR(pg_catalog.<) t.v THEN 5
@@ -19,7 +20,7 @@ plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  FROM dedup d LEFT JOIN public.v_target AS t ON t.id OPERATOR(pg_catalog.=) d.id
  OFFSET 0) AS x WHERE x."idem$action" OPERATOR(pg_catalog.<>) 4),
 checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) 6) THEN (SELECT idem._raise('21000', 'a source row has the same version as the target row but different content', pg_catalog.format('Key %s has version %s in both.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'id'), pg_catalog.concat_ws(', ', COALESCE(p.id::pg_catalog.text, 'NULL'))), p.v::pg_catalog.text), 'A changed row needs a higher version.') FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) 6 LIMIT 1) ELSE true END AS ok),
-tally AS MATERIALIZED (SELECT (SELECT pg_catalog.count(*) FROM dedup) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
+tally AS MATERIALIZED (SELECT ((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) (SELECT COALESCE(pg_catalog.sum(tp."idem$n" OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
 todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),
 ins AS (INSERT INTO public.v_target AS t (id, v, payload)
  SELECT p.id, p.v, p.payload FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.id
