@@ -207,6 +207,20 @@ sub open_session
 # Crashes the server: SIGKILL to backend $pid, or an immediate shutdown and a
 # restart. Returns when the server accepts connections again, having checked
 # in the log that crash recovery ran (so no state survived in shared memory).
+# Ends the psql sessions of a crashed server. A psql that saw its server go
+# may have exited already, and IPC::Run, flushing what was left for its
+# stdin, then fails with EPIPE: the session is gone either way, which is all
+# that is needed.
+sub end_sessions
+{
+	for my $session (@_)
+	{
+		eval { $session->{run}->kill_kill; 1 }
+		  or note "psql had already ended: $@";
+	}
+	return;
+}
+
 sub crash
 {
 	my ($how, $pid, @sessions) = @_;
@@ -218,13 +232,13 @@ sub crash
 		$node->wait_for_log(qr/(?:server process|client backend) \(PID $pid\) was terminated by signal 9/, $offset);
 		$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 		# psql has lost its server; do not wait on it
-		$_->{run}->kill_kill for @sessions;
+		end_sessions(@sessions);
 		$node->poll_query_until('postgres', 'SELECT true') or die 'server did not recover';
 	}
 	elsif ($how eq 'immediate')
 	{
 		$node->stop('immediate');
-		$_->{run}->kill_kill for @sessions;
+		end_sessions(@sessions);
 		$node->start;
 	}
 	else { die "unknown crash $how" }
