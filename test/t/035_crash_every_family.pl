@@ -23,6 +23,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes;
 
 my $node = PostgreSQL::Test::Cluster->new('crash_every_family');
 $node->init;
@@ -204,9 +205,6 @@ sub open_session
 	return ($bg, $pid);
 }
 
-# Crashes the server: SIGKILL to backend $pid, or an immediate shutdown and a
-# restart. Returns when the server accepts connections again, having checked
-# in the log that crash recovery ran (so no state survived in shared memory).
 # Ends the psql sessions of a crashed server. A psql that saw its server go
 # may have exited already, and IPC::Run, flushing what was left for its
 # stdin, then fails with EPIPE: the session is gone either way, which is all
@@ -221,6 +219,24 @@ sub end_sessions
 	return;
 }
 
+# Waits until the server accepts connections again after a crash. pg_isready
+# reads no input: a psql fed its query on stdin (poll_query_until) that is
+# refused while recovery runs exits before reading it, and IPC::Run's write
+# then fails with EPIPE, which ends the test.
+sub wait_until_ready
+{
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return if PostgreSQL::Test::Utils::run_log(
+			[ 'pg_isready', '-q', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ]);
+		Time::HiRes::usleep(100_000);
+	}
+	die 'server did not recover';
+}
+
+# Crashes the server: SIGKILL to backend $pid, or an immediate shutdown and a
+# restart. Returns when the server accepts connections again, having checked
+# in the log that crash recovery ran (so no state survived in shared memory).
 sub crash
 {
 	my ($how, $pid, @sessions) = @_;
@@ -233,7 +249,7 @@ sub crash
 		$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 		# psql has lost its server; do not wait on it
 		end_sessions(@sessions);
-		$node->poll_query_until('postgres', 'SELECT true') or die 'server did not recover';
+		wait_until_ready();
 	}
 	elsif ($how eq 'immediate')
 	{
