@@ -143,3 +143,17 @@ CREATE FUNCTION idem.merge_query(target regclass, query text,
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean, text[]) IS
   'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';
+
+-- ---------------------------------------------------------------------------
+-- merge's first load (into an empty target) is one INSERT ... ON CONFLICT;
+-- this counts, in its ON CONFLICT ... WHERE, the keys a concurrent writer
+-- had inserted meanwhile: updated (different content, returns true) or
+-- unchanged (returns false). Backend-local counts, read by idem.merge right
+-- after its statement; calling it elsewhere changes nothing but the counts
+-- of a merge into target in the same session.
+CREATE FUNCTION idem._first_load_conflict(target regclass, same boolean)
+  RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem__first_load_conflict'
+  LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem._first_load_conflict(regclass, boolean) IS
+  'Internal (merge): counts a conflict of a first load into target as unchanged (same) or updated, and returns whether to update';

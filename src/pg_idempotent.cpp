@@ -4,6 +4,7 @@
 #include "checkpoints/checkpoints.hpp"
 #include "common/run_history.hpp"
 #include "keys/keys.hpp"
+#include "merge/first_load_tally.hpp"
 #include "merge/merge.hpp"
 #include "merge/tombstones.hpp"
 #include "overwrite/overwrite.hpp"
@@ -102,6 +103,7 @@ PG_FUNCTION_INFO_V1(idem__tombstones);
 PG_FUNCTION_INFO_V1(idem__tombstones_put);
 PG_FUNCTION_INFO_V1(idem_purge_tombstones);
 PG_FUNCTION_INFO_V1(idem_adopt);
+PG_FUNCTION_INFO_V1(idem__first_load_conflict);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -497,6 +499,14 @@ Datum idem__tombstones_put(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "target");
         return Int64GetDatum(pg_idempotent::put_tombstones(*pg::arg_oid(fcinfo, 0), pg::arg_value(fcinfo, 1),
                                                            pg::arg_value(fcinfo, 2), pg::arg_value(fcinfo, 3)));
+    });
+}
+
+// STRICT: both arguments are given (merge's first load is the only caller).
+Datum idem__first_load_conflict(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        return BoolGetDatum(pg_idempotent::note_first_load_conflict(*pg::arg_oid(fcinfo, 0), *pg::arg_bool(fcinfo, 1)));
     });
 }
 

@@ -96,10 +96,11 @@ bool is_key(const MergeSpec& s, const MergeColumn& c)
     return false;
 }
 
-// src: keys (and the version) cast to the target's types so that they
-// compare the way the unique index does; other columns stay as given and
-// are converted by the INSERT/UPDATE itself (assignment casts).
-std::string src_cte(const MergeSpec& s)
+// The source's columns as merge reads them: keys (and the version) cast to
+// the target's types so that they compare the way the unique index does;
+// other columns stay as given and are converted by the INSERT/UPDATE itself
+// (assignment casts).
+std::vector<std::string> source_columns(const MergeSpec& s)
 {
     std::vector<std::string> cols;
     for (const auto& c : s.insert_columns) {
@@ -108,11 +109,22 @@ std::string src_cte(const MergeSpec& s)
     }
     if (s.delete_column)
         cols.push_back("CAST(s." + *s.delete_column + " AS pg_catalog.bool) AS " + kDeleteFlag);
-    // A source known unique on the key (a table with such an index) is
-    // not copied: inlined, the planner can join it to the target through
-    // both indexes, as a hand-written MERGE would.
-    return std::string("src AS ") + (s.check_duplicates ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
-           join(cols) + " FROM (" + s.source_sql + "\n) AS s)";
+    return cols;
+}
+
+// src: the source rows.
+std::string src_cte(const MergeSpec& s)
+{
+    // The source is copied once (MATERIALIZED) only when reading it again
+    // could give other rows: a query or view may be volatile or costly. A
+    // table is read as often as the steps need it, all in the statement's
+    // one snapshot: a scan costs less than writing and reading back a copy
+    // that spills to temp files. A source known unique on the key is
+    // inlined too: the planner can then join it to the target through both
+    // indexes, as a hand-written MERGE would.
+    const bool copy = s.check_duplicates && !s.stable_source;
+    return std::string("src AS ") + (copy ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
+           join(source_columns(s)) + " FROM (" + s.source_sql + "\n) AS s)";
 }
 
 // stats: the row count and the NULL counts the checks need.
@@ -228,21 +240,26 @@ std::string checks_cte(const MergeSpec& s)
 }
 
 // dedup: one row per key (the highest version).
-// The rows of a key that repeats are sorted to keep one; the others (usually
-// all) pass as they are, through a hash anti-join with tops: no sort of the
-// whole source, and a row estimate near the truth for plan's join to the
-// target (DISTINCT ON over a CTE is estimated at 200 rows, which chose a
-// nested loop of index probes for a million rows). Not copied into a
-// tuplestore of its own: plan reads it once, and tally counts its rows
-// from stats and tops (dedup_count).
+// When no key repeats (tops is empty: the usual case) dedup is the source as
+// it is, behind a one-time filter: no join, no sort. Otherwise the rows of
+// the keys that repeat are sorted to keep one, and the others pass through
+// an anti-join with tops. Each branch is gated on whether tops is empty
+// (InitPlans, evaluated once): the planner estimates GROUP BY ... HAVING at
+// a third of the keys, and with that estimate chose a merge anti-join that
+// sorted the whole source (72 MB spilled at 1M rows) to find no repeated
+// key. Not copied into a tuplestore of its own: plan reads it once, and
+// tally counts its rows from stats and tops (dedup_count).
 std::string dedup_cte(const MergeSpec& s)
 {
+    const std::string ok = "(SELECT ok FROM checks)";
     if (!s.check_duplicates)
-        return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks))";
+        return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + ")";
     const std::string k = key_list(s, "");
     const std::string repeated = "EXISTS (SELECT FROM tops r WHERE " + keys_match(s, "r", "src") + ")";
-    return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT " + repeated +
-           "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE (SELECT ok FROM checks) AND " + repeated +
+    const std::string some = "EXISTS (SELECT FROM tops)";
+    return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + " AND NOT " + some +
+           "\n UNION ALL SELECT * FROM src WHERE " + ok + " AND " + some + " AND NOT " + repeated +
+           "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE " + ok + " AND " + some + " AND " + repeated +
            " ORDER BY " + k + (s.version ? ", " + s.version->name + " DESC" : "") + "))";
 }
 
@@ -365,7 +382,7 @@ std::string dry_run_counts(const MergeSpec& s)
            ")::pg_catalog.int8 AS unchanged,\n ta.stale::pg_catalog.int8 AS stale\n FROM checks, checks2, tally ta";
 }
 
-// todo: the planned writes. Not copied again: ins, lck and the counts each
+// todo: the planned writes. Not copied again: ins, upd, del and the counts each
 // read plan's tuplestore through it (on a first load, plan holds every
 // source row).
 std::string todo_cte()
@@ -420,20 +437,12 @@ std::string ins_cte(const MergeSpec& s)
            "\n RETURNING " + fresh + " AS fresh)";
 }
 
-// lck: rows to update or delete are locked in key order first, so that two
-// merges over overlapping keys queue instead of deadlocking. It returns the
-// planned rows it locked, so the UPDATE and DELETE join the target through
-// them alone (one CTE scan, index look-ups).
-std::string lck_cte(const MergeSpec& s)
-{
-    return "lck AS MATERIALIZED (SELECT p.* FROM " + s.target + " AS t JOIN todo p ON " + keys_match(s, "t", "p") +
-           " WHERE p." + kAction + " OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY " +
-           key_list(s, "t") + " FOR UPDATE OF t)";
-}
-
-// upd. With versions, the guard is checked again against the row as it is
-// after any wait for its lock (EvalPlanQual): a newer version that a
-// concurrent merge committed meanwhile is never overwritten.
+// upd. Merges of one target run one at a time (merge.cpp's lock_target), so
+// the rows need no locking in key order beforehand: the UPDATE locks each as
+// it writes it, as a hand-written MERGE does. With versions, the guard is
+// checked again against the row as it is after any wait for its lock
+// (EvalPlanQual): a newer version that another writer committed meanwhile
+// is never overwritten.
 std::string upd_cte(const MergeSpec& s)
 {
     if (s.update_columns.empty())
@@ -445,7 +454,7 @@ std::string upd_cte(const MergeSpec& s)
         vals.push_back("p." + c.name);
     }
     return "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
-           ") FROM lck AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + not_older(s, "p") +
+           ") FROM todo AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + not_older(s, "p") +
            " RETURNING 1)";
 }
 
@@ -454,7 +463,7 @@ std::string del_cte(const MergeSpec& s)
 {
     if (!s.delete_column)
         return "del AS (SELECT 1 WHERE false)";
-    return "del AS (DELETE FROM " + s.target + " AS t USING lck AS p WHERE " + action_is("p", kDelete) + " AND " +
+    return "del AS (DELETE FROM " + s.target + " AS t USING todo AS p WHERE " + action_is("p", kDelete) + " AND " +
            keys_match(s, "t", "p") + not_older(s, "p") + " RETURNING 1)";
 }
 
@@ -524,9 +533,50 @@ std::string build_merge_sql(const MergeSpec& s)
     if (s.dry_run)
         return with(ctes, dry_run_counts(s));
     // Write, then count.
-    for (auto& cte : {todo_cte(), ins_cte(s), lck_cte(s), upd_cte(s), del_cte(s), miss_cte(s), tomb_cte(s)})
+    for (auto& cte : {todo_cte(), ins_cte(s), upd_cte(s), del_cte(s), miss_cte(s), tomb_cte(s)})
         ctes.push_back(cte);
     return with(ctes, counts(s));
+}
+
+bool first_load_applies(const MergeSpec& s)
+{
+    return !s.dry_run && !s.version && !s.delete_column && !s.delete_missing;
+}
+
+// What the first load does with a key the target has: a row a concurrent
+// writer inserted meanwhile. idem._first_load_conflict counts it as updated
+// or unchanged (merge/first_load_tally.hpp) and says whether to update it.
+std::string first_load_conflict(const MergeSpec& s)
+{
+    const std::string head = "\n ON CONFLICT (" + key_list(s, "") + ") DO UPDATE SET ";
+    const std::string tally = "idem._first_load_conflict($1::pg_catalog.regclass, ";
+    if (s.update_columns.empty())  // nothing to write: every conflict is unchanged
+        return head + s.keys[0].name + " = t." + s.keys[0].name + " WHERE " + tally + "true)";
+    std::vector<std::string> upd;
+    std::vector<std::string> exc;
+    for (const auto& c : s.update_columns) {
+        upd.push_back(c.name);
+        exc.push_back("EXCLUDED." + c.name);
+    }
+    return head + "(" + join(upd) + ") = ROW(" + join(exc) + ") WHERE " + tally +
+           images_equal(s.update_columns, "EXCLUDED", "t", false) + ")";
+}
+
+std::string build_first_load_sql(const MergeSpec& s)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> not_null;
+    for (const auto& c : s.insert_columns)
+        names.push_back(c.name);
+    for (const auto& k : s.keys)
+        not_null.push_back("s." + k.name + " IS NOT NULL");
+    // A NULL key raises at once; merge's own statement then counts them.
+    const std::string nulls = s.check_nulls ? std::string("\n WHERE (") + join(not_null, " AND ") +
+                                                  ") OR idem._raise('23502', 'null key in a first load', NULL, NULL)"
+                                            : std::string();
+    return "INSERT INTO " + s.target + " AS t (" + join(names) + ")" +
+           (s.override_identity ? " OVERRIDING SYSTEM VALUE" : "") + "\n SELECT " + join(source_columns(s)) +
+           " FROM (" + s.source_sql + "\n) AS s" + nulls + first_load_conflict(s);
 }
 
 }  // namespace pg_idempotent::core

@@ -18,7 +18,6 @@
 //   tally   the planned counts (a dry run ends here)
 //   todo    the planned writes
 //   ins     new keys, in key order
-//   lck     the rows to update or delete, locked in key order (no deadlock)
 //   upd/del/miss   the other writes; unchanged rows are never touched
 //   tomb    tombstones for versioned deletes
 // merge_sql.cpp builds each with one function of the same name (src_cte, ...).
@@ -63,6 +62,7 @@ struct MergeSpec {
     bool dry_run = false;
     bool check_nulls = true;         // false when the source's key columns are NOT NULL
     bool check_duplicates = true;    // false when the source is unique on the key
+    bool stable_source = false;      // a table: every read in one statement sees the same rows
     bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;         // version + delete_column: read and write tombstones
     bool partitioned = false;        // no xmax in RETURNING on a partitioned table
@@ -72,5 +72,16 @@ struct MergeSpec {
 // The statement; its single result row is (inserted, updated, deleted,
 // unchanged, stale) as bigints. $1 is the target's OID (regclass).
 std::string build_merge_sql(const MergeSpec& spec);
+
+// A first load: the target was empty when the merge took its lock. Every
+// source row is then an insert, and the statement is the INSERT ... ON
+// CONFLICT a user would write; the rows it processed and the conflicts
+// idem._first_load_conflict counted (merge/first_load_tally.hpp) are the
+// counts. Tried (first_load_applies) without versions, deletes or a dry
+// run. It raises 23502 for a NULL key and 21000 for a key the source
+// repeats; the caller then rolls it back and runs build_merge_sql, which
+// explains both (and collapses identical repeated rows). $1 is the target.
+bool first_load_applies(const MergeSpec& spec);
+std::string build_first_load_sql(const MergeSpec& spec);
 
 }  // namespace pg_idempotent::core

@@ -58,6 +58,8 @@ inline constexpr const char* kUndefinedFunction = "42883";
 inline constexpr const char* kGeneratedAlways = "428C9";
 inline constexpr const char* kInvalidTableDefinition = "42P16";
 inline constexpr const char* kProgramLimitExceeded = "54000";
+inline constexpr const char* kCardinalityViolation = "21000";
+inline constexpr const char* kNotNullViolation = "23502";
 // The extension's own class "ID" (implementation-defined classes start with
 // I-Z): an idempotency key reused for a different request.
 inline constexpr const char* kFingerprintMismatch = "ID001";

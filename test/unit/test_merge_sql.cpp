@@ -6,12 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "merge/first_load_tally.hpp"
 #include "merge/merge_sql.hpp"
 
 namespace {
 
+using pg_idempotent::core::build_first_load_sql;
 using pg_idempotent::core::build_merge_sql;
 using pg_idempotent::core::cast_to_target;
+using pg_idempotent::core::first_load_applies;
 using pg_idempotent::core::MergeColumn;
 using pg_idempotent::core::MergeSpec;
 
@@ -79,8 +82,8 @@ MergeSpec everything()
     return s;
 }
 
-const std::vector<std::string> kCtes = {"src",  "stats", "dups", "checks", "dedup", "plan", "checks2", "tally",
-                                        "todo", "ins",   "lck",  "upd",    "del",   "miss", "tomb"};
+const std::vector<std::string> kCtes = {"src",   "stats", "dups", "checks", "dedup", "plan", "checks2",
+                                        "tally", "todo",  "ins",  "upd",    "del",   "miss", "tomb"};
 
 TEST(MergeSql, PlainMergeHasEveryStepInOrder)
 {
@@ -158,7 +161,9 @@ TEST(MergeSql, EachKeyUsesItsOwnEqualityOperator)
     EXPECT_TRUE(has(sql, "AS null_0, pg_catalog.count(*) FILTER (WHERE email IS NULL) AS null_1 FROM src"));
     EXPECT_TRUE(has(sql, "WHEN st.null_1 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502'"));
     EXPECT_TRUE(has(sql, "ORDER BY p.id, p.email\n"));
-    EXPECT_TRUE(has(sql, "ORDER BY t.id, t.email FOR UPDATE OF t"));
+    // Merges of one target take turns (merge.cpp's lock): no row is
+    // locked ahead of its UPDATE.
+    EXPECT_FALSE(has(sql, "FOR UPDATE"));
 }
 
 TEST(MergeSql, HostileIdentifiersStayQuoted)
@@ -241,7 +246,7 @@ TEST(MergeSql, DeleteColumnPlansDeletesAndAbsentDeletes)
                     "\n WHEN d.\"idem$delete\" IS TRUE AND NOT (t.id IS NOT NULL) THEN 7\n"
                     " WHEN NOT (t.id IS NOT NULL) THEN 1\n WHEN d.\"idem$delete\" IS TRUE THEN 3\n"));
     EXPECT_EQ(cte(sql, "del"),
-              "del AS (DELETE FROM public.t AS t USING lck AS p WHERE p.\"idem$action\" "
+              "del AS (DELETE FROM public.t AS t USING todo AS p WHERE p.\"idem$action\" "
               "OPERATOR(pg_catalog.=) 3 AND t.id OPERATOR(pg_catalog.=) p.id RETURNING 1)");
     EXPECT_FALSE(has(sql, "_tombstones"));
 }
@@ -274,7 +279,8 @@ TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
 // Repeated keys are found by the key alone (tops, a hash aggregate); only
 // their rows are digested (dups) and sorted (dedup). Every other row passes
 // to dedup through an anti-join with tops, unsorted: a source without an
-// index is no longer sorted twice (issue 24).
+// index is no longer sorted twice (issue 24). When tops is empty, dedup is
+// the source itself, behind one-time filters (no join at all).
 TEST(MergeSql, OnlyRepeatedKeysAreDigestedAndSorted)
 {
     const std::string sql = build_merge_sql(plain());
@@ -286,10 +292,11 @@ TEST(MergeSql, OnlyRepeatedKeysAreDigestedAndSorted)
                     "OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n"));
     EXPECT_TRUE(has(cte(sql, "dups"), "FROM src JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id GROUP BY"));
     EXPECT_TRUE(has(cte(sql, "dedup"),
-                    "SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE "
-                    "r.id OPERATOR(pg_catalog.=) src.id)\n UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE "
-                    "(SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) "
-                    "src.id) ORDER BY id))"));
+                    "SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)\n"
+                    " UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND "
+                    "NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)\n UNION ALL (SELECT "
+                    "DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND "
+                    "EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id))"));
     // A source unique on the key has none of this.
     MergeSpec unique = plain();
     unique.check_duplicates = false;
@@ -379,7 +386,7 @@ TEST(MergeSql, ColumnsSubsetUpdatesOnlyThoseColumns)
     const std::string sql = build_merge_sql(s);
     EXPECT_TRUE(has(cte(sql, "ins"), "INSERT INTO public.t AS t (id, a, b)\n SELECT p.id, p.a, p.b FROM todo p"));
     EXPECT_TRUE(has(cte(sql, "ins"), "DO UPDATE SET (a) = ROW(EXCLUDED.a) WHERE NOT"));
-    EXPECT_TRUE(has(cte(sql, "upd"), "SET (a) = ROW(p.a) FROM lck AS p"));
+    EXPECT_TRUE(has(cte(sql, "upd"), "SET (a) = ROW(p.a) FROM todo AS p"));
     EXPECT_TRUE(has(cte(sql, "plan"), "record_image_eq(ROW(CAST(d.a AS pg_catalog.text)), ROW(t.a))"));
     // Duplicates compare every source column, updated or not.
     EXPECT_TRUE(has(cte(sql, "dups"), "idem._row_digest(ROW(src.id, src.a, src.b))"));
@@ -401,3 +408,73 @@ TEST(CastToTarget, PlainLengthCoercedAndDomain)
 }
 
 }  // namespace
+
+// A table source is read by each step that needs it, in the statement's one
+// snapshot, instead of copied into a tuplestore first; a query or view
+// source, which may read differently twice, is copied.
+TEST(MergeSql, OnlyASourceThatMayReadDifferentlyIsCopied)
+{
+    MergeSpec table = plain();
+    table.stable_source = true;
+    EXPECT_TRUE(has(build_merge_sql(table), "WITH\nsrc AS NOT MATERIALIZED (SELECT "));
+    EXPECT_TRUE(has(build_merge_sql(plain()), "WITH\nsrc AS MATERIALIZED (SELECT "));
+}
+
+// The first load is the INSERT ... ON CONFLICT a user writes: no CTE, no
+// RETURNING, no sort; NULL keys raise (merge then explains them); each
+// conflict is counted by idem._first_load_conflict, which decides the
+// update.
+TEST(MergeSql, FirstLoadIsOneInsertOnConflict)
+{
+    const std::string sql = build_first_load_sql(plain());
+    EXPECT_EQ(sql,
+              "INSERT INTO public.t AS t (id, a, b)\n SELECT CAST(s.id AS integer) AS id, s.a, s.b FROM (SELECT id, a, "
+              "b FROM public.src\n) AS s\n WHERE (s.id IS NOT NULL) OR idem._raise('23502', 'null key in a first "
+              "load', NULL, NULL)\n ON CONFLICT (id) DO UPDATE SET (a, b) = ROW(EXCLUDED.a, EXCLUDED.b) WHERE "
+              "idem._first_load_conflict($1::pg_catalog.regclass, pg_catalog.record_image_eq(ROW(EXCLUDED.a, "
+              "EXCLUDED.b), ROW(t.a, t.b)))");
+    // Nothing to update: a conflict is always unchanged, never written.
+    MergeSpec keys_only = plain();
+    keys_only.update_columns.clear();
+    EXPECT_TRUE(has(build_first_load_sql(keys_only),
+                    "DO UPDATE SET id = t.id WHERE idem._first_load_conflict($1::pg_catalog.regclass, true)"));
+    // A source without NULL keys (NOT NULL, unique) is not filtered.
+    MergeSpec unique = plain();
+    unique.check_nulls = false;
+    EXPECT_FALSE(has(build_first_load_sql(unique), "_raise"));
+}
+
+TEST(MergeSql, FirstLoadOnlyWithoutVersionsDeletesOrDryRun)
+{
+    EXPECT_TRUE(first_load_applies(plain()));
+    EXPECT_FALSE(first_load_applies(versioned()));
+    EXPECT_FALSE(first_load_applies(everything()));
+    MergeSpec dry = plain();
+    dry.dry_run = true;
+    EXPECT_FALSE(first_load_applies(dry));
+    MergeSpec missing = plain();
+    missing.delete_missing = true;
+    EXPECT_FALSE(first_load_applies(missing));
+    MergeSpec flagged = plain();
+    flagged.delete_column = "gone";
+    EXPECT_FALSE(first_load_applies(flagged));
+}
+
+TEST(FirstLoadTally, CountsEachTargetsConflictsUntilReset)
+{
+    using namespace pg_idempotent;
+    reset_first_load_conflicts(1);
+    reset_first_load_conflicts(2);
+    EXPECT_TRUE(note_first_load_conflict(1, false));  // differs: update
+    EXPECT_FALSE(note_first_load_conflict(1, true));  // same: leave
+    EXPECT_FALSE(note_first_load_conflict(1, true));
+    EXPECT_TRUE(note_first_load_conflict(2, false));
+    EXPECT_EQ(first_load_conflicts(1).updated, 1);
+    EXPECT_EQ(first_load_conflicts(1).unchanged, 2);
+    EXPECT_EQ(first_load_conflicts(2).updated, 1);
+    EXPECT_EQ(first_load_conflicts(2).unchanged, 0);
+    reset_first_load_conflicts(1);
+    EXPECT_EQ(first_load_conflicts(1).updated + first_load_conflicts(1).unchanged, 0);
+    EXPECT_EQ(first_load_conflicts(2).updated, 1);
+    EXPECT_EQ(first_load_conflicts(3).unchanged, 0);  // never seen
+}

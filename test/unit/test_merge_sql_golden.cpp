@@ -5,8 +5,12 @@
 // on), and each spec here is the one idem.merge built for that call: the
 // refactoring of merge_sql.cpp must leave every one of them unchanged.
 // A golden file ends with one new line the statement does not have.
+// MERGE_SQL_GOLDEN_UPDATE=1 rewrites them from the current builder, for a
+// change that means to change the statement: read `git diff` before
+// committing them.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -83,8 +87,12 @@ MergeSpec m_pk_target()
 
 void expect_golden(const std::string& name, const MergeSpec& s)
 {
-    const std::string want = golden(name);
     const std::string got = build_merge_sql(s);
+    if (std::getenv("MERGE_SQL_GOLDEN_UPDATE") != nullptr) {
+        std::ofstream("test/unit/merge_sql_golden/" + name + ".sql", std::ios::binary) << got << '\n';
+        return;
+    }
+    const std::string want = golden(name);
     EXPECT_EQ(got, want) << "golden " << name;
 }
 

@@ -8,8 +8,9 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('email')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('email')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'email'), pg_catalog.concat_ws(', ', COALESCE(d.email::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.email OPERATOR(public.=) src.email)
- UNION ALL (SELECT DISTINCT ON (email) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.email OPERATOR(public.=) src.email) ORDER BY email)),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r.email OPERATOR(public.=) src.email)
+ UNION ALL (SELECT DISTINCT ON (email) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r.email OPERATOR(public.=) src.email) ORDER BY email)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.email IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(d.name AS pg_catalog.text)), ROW(t.name)) THEN 4
@@ -23,8 +24,7 @@ ins AS (INSERT INTO public.m_ci AS t (email, name)
  SELECT p.email, p.name FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.email
  ON CONFLICT (email) DO UPDATE SET (name) = ROW(EXCLUDED.name) WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED.name), ROW(t.name)))
  RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),
-lck AS MATERIALIZED (SELECT p.* FROM public.m_ci AS t JOIN todo p ON t.email OPERATOR(public.=) p.email WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY t.email FOR UPDATE OF t),
-upd AS (UPDATE public.m_ci AS t SET (name) = ROW(p.name) FROM lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.email OPERATOR(public.=) p.email RETURNING 1),
+upd AS (UPDATE public.m_ci AS t SET (name) = ROW(p.name) FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.email OPERATOR(public.=) p.email RETURNING 1),
 del AS (SELECT 1 WHERE false),
 miss AS (SELECT 1 WHERE false),
 tomb AS (SELECT 0 AS n)

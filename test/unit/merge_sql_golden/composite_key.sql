@@ -12,8 +12,9 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_2 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('sku')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_2, pg_catalog.quote_ident('sku')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'day', 'store', 'sku'), pg_catalog.concat_ws(', ', COALESCE(d.day::pg_catalog.text, 'NULL'), COALESCE(d.store::pg_catalog.text, 'NULL'), COALESCE(d.sku::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store AND r.sku OPERATOR(pg_catalog.=) src.sku)
- UNION ALL (SELECT DISTINCT ON (day, store, sku) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store AND r.sku OPERATOR(pg_catalog.=) src.sku) ORDER BY day, store, sku)),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store AND r.sku OPERATOR(pg_catalog.=) src.sku)
+ UNION ALL (SELECT DISTINCT ON (day, store, sku) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store AND r.sku OPERATOR(pg_catalog.=) src.sku) ORDER BY day, store, sku)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.day IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(d.qty AS integer)), ROW(t.qty)) THEN 4
@@ -27,8 +28,7 @@ ins AS (INSERT INTO public.m_composite AS t (day, store, sku, qty)
  SELECT p.day, p.store, p.sku, p.qty FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.day, p.store, p.sku
  ON CONFLICT (day, store, sku) DO UPDATE SET (qty) = ROW(EXCLUDED.qty) WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED.qty), ROW(t.qty)))
  RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),
-lck AS MATERIALIZED (SELECT p.* FROM public.m_composite AS t JOIN todo p ON t.day OPERATOR(pg_catalog.=) p.day AND t.store OPERATOR(pg_catalog.=) p.store AND t.sku OPERATOR(pg_catalog.=) p.sku WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY t.day, t.store, t.sku FOR UPDATE OF t),
-upd AS (UPDATE public.m_composite AS t SET (qty) = ROW(p.qty) FROM lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.day OPERATOR(pg_catalog.=) p.day AND t.store OPERATOR(pg_catalog.=) p.store AND t.sku OPERATOR(pg_catalog.=) p.sku RETURNING 1),
+upd AS (UPDATE public.m_composite AS t SET (qty) = ROW(p.qty) FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.day OPERATOR(pg_catalog.=) p.day AND t.store OPERATOR(pg_catalog.=) p.store AND t.sku OPERATOR(pg_catalog.=) p.sku RETURNING 1),
 del AS (SELECT 1 WHERE false),
 miss AS (SELECT 1 WHERE false),
 tomb AS (SELECT 0 AS n)

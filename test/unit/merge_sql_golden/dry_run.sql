@@ -8,8 +8,9 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('id')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('id')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'id'), pg_catalog.concat_ws(', ', COALESCE(d.id::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)
- UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id)),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)
+ UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.id IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(d.name AS pg_catalog.text), CAST(d.amount AS numeric), CAST(d.score AS double precision), CAST(d.doc AS pg_catalog.json)), ROW(t.name, t.amount, t.score, t.doc)) THEN 4

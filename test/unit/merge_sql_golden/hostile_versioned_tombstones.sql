@@ -9,8 +9,9 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_version OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in version column %s of the source', pg_catalog.quote_ident('v;1')), pg_catalog.format('%s source rows have no version.', st.null_version), 'Every source row needs a version when version_column is given.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values at its highest version.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'Key "K"'), pg_catalog.concat_ws(', ', COALESCE(d."Key ""K"""::pg_catalog.text, 'NULL')))), 'Give each change of a key a higher version.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r."Key ""K""" OPERATOR(pg_catalog.=) src."Key ""K""")
- UNION ALL (SELECT DISTINCT ON ("Key ""K""") * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r."Key ""K""" OPERATOR(pg_catalog.=) src."Key ""K""") ORDER BY "Key ""K""", "v;1" DESC)),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r."Key ""K""" OPERATOR(pg_catalog.=) src."Key ""K""")
+ UNION ALL (SELECT DISTINCT ON ("Key ""K""") * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r."Key ""K""" OPERATOR(pg_catalog.=) src."Key ""K""") ORDER BY "Key ""K""", "v;1" DESC)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t."Key ""K""" IS NOT NULL) AND tb.version IS NOT NULL AND d."idem$delete" IS NOT TRUE AND NOT (idem._from_canonical(tb.version, NULL::timestamp with time zone) OPERATOR(pg_catalog.<) d."v;1") THEN 5
  WHEN NOT (t."Key ""K""" IS NOT NULL) AND tb.version IS NOT NULL AND d."idem$delete" IS TRUE AND d."v;1" OPERATOR(pg_catalog.<) idem._from_canonical(tb.version, NULL::timestamp with time zone) THEN 5
@@ -31,9 +32,8 @@ ins AS (INSERT INTO "My Schema"."Target; DROP TABLE s_target; --" AS t ("Key ""K
  SELECT p."Key ""K""", p."Value Col", p."SELECT", p."v;1" FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p."Key ""K"""
  ON CONFLICT ("Key ""K""") DO UPDATE SET ("Value Col", "SELECT", "v;1") = ROW(EXCLUDED."Value Col", EXCLUDED."SELECT", EXCLUDED."v;1") WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED."Value Col", EXCLUDED."SELECT", EXCLUDED."v;1"), ROW(t."Value Col", t."SELECT", t."v;1"))) AND NOT (EXCLUDED."v;1" OPERATOR(pg_catalog.<) t."v;1")
  RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),
-lck AS MATERIALIZED (SELECT p.* FROM "My Schema"."Target; DROP TABLE s_target; --" AS t JOIN todo p ON t."Key ""K""" OPERATOR(pg_catalog.=) p."Key ""K""" WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY t."Key ""K""" FOR UPDATE OF t),
-upd AS (UPDATE "My Schema"."Target; DROP TABLE s_target; --" AS t SET ("Value Col", "SELECT", "v;1") = ROW(p."Value Col", p."SELECT", p."v;1") FROM lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t."Key ""K""" OPERATOR(pg_catalog.=) p."Key ""K""" AND NOT (p."v;1" OPERATOR(pg_catalog.<) t."v;1") RETURNING 1),
-del AS (DELETE FROM "My Schema"."Target; DROP TABLE s_target; --" AS t USING lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 3 AND t."Key ""K""" OPERATOR(pg_catalog.=) p."Key ""K""" AND NOT (p."v;1" OPERATOR(pg_catalog.<) t."v;1") RETURNING 1),
+upd AS (UPDATE "My Schema"."Target; DROP TABLE s_target; --" AS t SET ("Value Col", "SELECT", "v;1") = ROW(p."Value Col", p."SELECT", p."v;1") FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t."Key ""K""" OPERATOR(pg_catalog.=) p."Key ""K""" AND NOT (p."v;1" OPERATOR(pg_catalog.<) t."v;1") RETURNING 1),
+del AS (DELETE FROM "My Schema"."Target; DROP TABLE s_target; --" AS t USING todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 3 AND t."Key ""K""" OPERATOR(pg_catalog.=) p."Key ""K""" AND NOT (p."v;1" OPERATOR(pg_catalog.<) t."v;1") RETURNING 1),
 miss AS (SELECT 1 WHERE false),
 tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass, pg_catalog.array_agg(idem._row_digest(ROW(p."Key ""K"""))), pg_catalog.array_agg(pg_catalog.jsonb_build_array(p."Key ""K""")), pg_catalog.array_agg(idem._canonical_text(p."v;1"))) AS n FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))
 SELECT (SELECT pg_catalog.count(*) FROM ins WHERE fresh)::pg_catalog.int8 AS inserted,

@@ -9,8 +9,9 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_1 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('store')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_1, pg_catalog.quote_ident('store')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'day', 'store'), pg_catalog.concat_ws(', ', COALESCE(d.day::pg_catalog.text, 'NULL'), COALESCE(d.store::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store)
- UNION ALL (SELECT DISTINCT ON (day, store) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store) ORDER BY day, store)),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store)
+ UNION ALL (SELECT DISTINCT ON (day, store) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r.day OPERATOR(pg_catalog.=) src.day AND r.store OPERATOR(pg_catalog.=) src.store) ORDER BY day, store)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.day IS NOT NULL) THEN 1
  WHEN pg_catalog.record_image_eq(ROW(CAST(d.revenue AS numeric)), ROW(t.revenue)) THEN 4
@@ -24,8 +25,7 @@ ins AS (INSERT INTO public.m_sales AS t (day, store, revenue)
  SELECT p.day, p.store, p.revenue FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.day, p.store
  ON CONFLICT (day, store) DO UPDATE SET (revenue) = ROW(EXCLUDED.revenue) WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED.revenue), ROW(t.revenue)))
  RETURNING true AS fresh),
-lck AS MATERIALIZED (SELECT p.* FROM public.m_sales AS t JOIN todo p ON t.day OPERATOR(pg_catalog.=) p.day AND t.store OPERATOR(pg_catalog.=) p.store WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY t.day, t.store FOR UPDATE OF t),
-upd AS (UPDATE public.m_sales AS t SET (revenue) = ROW(p.revenue) FROM lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.day OPERATOR(pg_catalog.=) p.day AND t.store OPERATOR(pg_catalog.=) p.store RETURNING 1),
+upd AS (UPDATE public.m_sales AS t SET (revenue) = ROW(p.revenue) FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.day OPERATOR(pg_catalog.=) p.day AND t.store OPERATOR(pg_catalog.=) p.store RETURNING 1),
 del AS (SELECT 1 WHERE false),
 miss AS (SELECT 1 WHERE false),
 tomb AS (SELECT 0 AS n)

@@ -17,8 +17,7 @@ ins AS (INSERT INTO public.m_pk_target AS t (id, name)
  SELECT p.id, p.name FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.id
  ON CONFLICT (id) DO UPDATE SET (name) = ROW(EXCLUDED.name) WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED.name), ROW(t.name)))
  RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),
-lck AS MATERIALIZED (SELECT p.* FROM public.m_pk_target AS t JOIN todo p ON t.id OPERATOR(pg_catalog.=) p.id WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY t.id FOR UPDATE OF t),
-upd AS (UPDATE public.m_pk_target AS t SET (name) = ROW(p.name) FROM lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.id OPERATOR(pg_catalog.=) p.id RETURNING 1),
+upd AS (UPDATE public.m_pk_target AS t SET (name) = ROW(p.name) FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.id OPERATOR(pg_catalog.=) p.id RETURNING 1),
 del AS (SELECT 1 WHERE false),
 miss AS (SELECT 1 WHERE false),
 tomb AS (SELECT 0 AS n)

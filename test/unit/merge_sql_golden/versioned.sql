@@ -9,8 +9,9 @@ checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_version OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in version column %s of the source', pg_catalog.quote_ident('v')), pg_catalog.format('%s source rows have no version.', st.null_version), 'Every source row needs a version when version_column is given.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values at its highest version.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'id'), pg_catalog.concat_ws(', ', COALESCE(d.id::pg_catalog.text, 'NULL')))), 'Give each change of a key a higher version.') FROM dups d)
  ELSE true END AS ok FROM stats st),
-dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)
- UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id, v DESC)),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id)
+ UNION ALL (SELECT DISTINCT ON (id) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r.id OPERATOR(pg_catalog.=) src.id) ORDER BY id, v DESC)),
 plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
  WHEN NOT (t.id IS NOT NULL) THEN 1
  WHEN d.v OPERATOR(pg_catalog.<) t.v THEN 5
@@ -26,8 +27,7 @@ ins AS (INSERT INTO public.v_target AS t (id, v, payload)
  SELECT p.id, p.v, p.payload FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.id
  ON CONFLICT (id) DO UPDATE SET (v, payload) = ROW(EXCLUDED.v, EXCLUDED.payload) WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED.v, EXCLUDED.payload), ROW(t.v, t.payload))) AND NOT (EXCLUDED.v OPERATOR(pg_catalog.<) t.v)
  RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),
-lck AS MATERIALIZED (SELECT p.* FROM public.v_target AS t JOIN todo p ON t.id OPERATOR(pg_catalog.=) p.id WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{2,3}'::pg_catalog.int4[]) ORDER BY t.id FOR UPDATE OF t),
-upd AS (UPDATE public.v_target AS t SET (v, payload) = ROW(p.v, p.payload) FROM lck AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.id OPERATOR(pg_catalog.=) p.id AND NOT (p.v OPERATOR(pg_catalog.<) t.v) RETURNING 1),
+upd AS (UPDATE public.v_target AS t SET (v, payload) = ROW(p.v, p.payload) FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.id OPERATOR(pg_catalog.=) p.id AND NOT (p.v OPERATOR(pg_catalog.<) t.v) RETURNING 1),
 del AS (SELECT 1 WHERE false),
 miss AS (SELECT 1 WHERE false),
 tomb AS (SELECT 0 AS n)
