@@ -145,15 +145,40 @@ COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean
   'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';
 
 -- ---------------------------------------------------------------------------
--- merge's first load (into an empty target) is one INSERT ... ON CONFLICT;
--- this counts, in its ON CONFLICT ... WHERE, the keys a concurrent writer
--- had inserted meanwhile: updated (different content, returns true) or
--- unchanged (returns false). Backend-local counts, read by idem.merge right
--- after its statement; calling it elsewhere changes nothing but the counts
--- of a merge into target in the same session.
-CREATE FUNCTION idem._first_load_conflict(target regclass, same boolean)
+-- merge's first load (into an empty target) and append are one INSERT ...
+-- ON CONFLICT each; this counts, in its ON CONFLICT ... WHERE, the keys a
+-- concurrent writer had inserted meanwhile: with the same content or
+-- another, and returns whether to update the row (may_update and not same).
+-- Backend-local counts, read by the function right after its statement;
+-- calling it elsewhere changes nothing but the counts of a merge or append
+-- into target in the same session.
+CREATE FUNCTION idem._count_conflict(target regclass, same boolean, may_update boolean)
   RETURNS boolean
-  AS 'MODULE_PATHNAME', 'idem__first_load_conflict'
+  AS 'MODULE_PATHNAME', 'idem__count_conflict'
   LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE SECURITY INVOKER;
-COMMENT ON FUNCTION idem._first_load_conflict(regclass, boolean) IS
-  'Internal (merge): counts a conflict of a first load into target as unchanged (same) or updated, and returns whether to update';
+COMMENT ON FUNCTION idem._count_conflict(regclass, boolean, boolean) IS
+  'Internal (merge, append): counts a conflict of an INSERT ... ON CONFLICT into target as the same row or another, and returns whether to update it';
+
+-- ---------------------------------------------------------------------------
+-- Append-only event logs, keyed by the event's own id (docs/append.md).
+CREATE FUNCTION idem.append(target regclass, source regclass,
+                            key text[] DEFAULT NULL,
+                            exclude_columns text[] DEFAULT NULL,
+                            on_conflict text DEFAULT 'error',
+                            within interval DEFAULT NULL)
+  RETURNS TABLE(inserted bigint, duplicate bigint, conflicting bigint)
+  AS 'MODULE_PATHNAME', 'idem_append'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.append(regclass, regclass, text[], text[], text, interval) IS
+  'Appends the events of a source table or view to target once each, keyed by the event id: an event already there with the same content is a duplicate (counted, not written), with other content an error (ID005) or, with on_conflict => ''keep_first'', counted and left';
+
+CREATE FUNCTION idem.append_query(target regclass, query text,
+                                  key text[] DEFAULT NULL,
+                                  exclude_columns text[] DEFAULT NULL,
+                                  on_conflict text DEFAULT 'error',
+                                  within interval DEFAULT NULL)
+  RETURNS TABLE(inserted bigint, duplicate bigint, conflicting bigint)
+  AS 'MODULE_PATHNAME', 'idem_append_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.append_query(regclass, text, text[], text[], text, interval) IS
+  'idem.append with the events given as a query (run once, as the caller, under the caller''s search_path)';

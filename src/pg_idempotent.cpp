@@ -1,10 +1,11 @@
 // PG_MODULE_MAGIC and the extern "C" entry shims: each reads its arguments
 // into plain C++ values and calls the feature through cpp_entry, the one
 // guard between PostgreSQL's longjmp errors and C++ exceptions.
+#include "append/append.hpp"
 #include "checkpoints/checkpoints.hpp"
+#include "common/conflict_tally.hpp"
 #include "common/run_history.hpp"
 #include "keys/keys.hpp"
-#include "merge/first_load_tally.hpp"
 #include "merge/merge.hpp"
 #include "merge/tombstones.hpp"
 #include "overwrite/overwrite.hpp"
@@ -103,7 +104,9 @@ PG_FUNCTION_INFO_V1(idem__tombstones);
 PG_FUNCTION_INFO_V1(idem__tombstones_put);
 PG_FUNCTION_INFO_V1(idem_purge_tombstones);
 PG_FUNCTION_INFO_V1(idem_adopt);
-PG_FUNCTION_INFO_V1(idem__first_load_conflict);
+PG_FUNCTION_INFO_V1(idem__count_conflict);
+PG_FUNCTION_INFO_V1(idem_append);
+PG_FUNCTION_INFO_V1(idem_append_query);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -243,6 +246,42 @@ Datum idem_merge_query(PG_FUNCTION_ARGS)
         pg_idempotent::MergeSource source;
         source.query = pg::arg_text(fcinfo, 1);
         pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
+        return Datum(0);
+    });
+}
+
+// append(target, source | query, key, exclude_columns, on_conflict, within)
+static pg_idempotent::AppendOptions append_options(FunctionCallInfo fcinfo)
+{
+    pg_idempotent::AppendOptions o;
+    o.key = pg::arg_text_array(fcinfo, 2, "key");
+    o.exclude_columns = pg::arg_text_array(fcinfo, 3, "exclude_columns");
+    pg::require_arg(fcinfo, 4, "on_conflict");
+    o.on_conflict = *pg::arg_text(fcinfo, 4);
+    o.within = pg::arg_interval_text(fcinfo, 5);
+    return o;
+}
+
+Datum idem_append(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "source");
+        pg_idempotent::BatchSource source;
+        source.relation = pg::arg_oid(fcinfo, 1);
+        pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
+        return Datum(0);
+    });
+}
+
+Datum idem_append_query(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "query");
+        pg_idempotent::BatchSource source;
+        source.query = pg::arg_text(fcinfo, 1);
+        pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
         return Datum(0);
     });
 }
@@ -502,11 +541,12 @@ Datum idem__tombstones_put(PG_FUNCTION_ARGS)
     });
 }
 
-// STRICT: both arguments are given (merge's first load is the only caller).
-Datum idem__first_load_conflict(PG_FUNCTION_ARGS)
+// STRICT: every argument is given (merge's first load and append call it).
+Datum idem__count_conflict(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        return BoolGetDatum(pg_idempotent::note_first_load_conflict(*pg::arg_oid(fcinfo, 0), *pg::arg_bool(fcinfo, 1)));
+        return BoolGetDatum(
+            pg_idempotent::note_conflict(*pg::arg_oid(fcinfo, 0), *pg::arg_bool(fcinfo, 1), *pg::arg_bool(fcinfo, 2)));
     });
 }
 

@@ -35,8 +35,8 @@ Probe probe_of(SqlFeature feature)
         return {nullptr, nullptr, "_digest_agg", "0.4.0"};
     case SqlFeature::kSwapCarryFunctions:
         return {nullptr, nullptr, "_acl_statements", "0.8.0"};
-    case SqlFeature::kFirstLoadTally:
-        return {nullptr, nullptr, "_first_load_conflict", "0.8.0"};
+    case SqlFeature::kConflictTally:
+        return {nullptr, nullptr, "_count_conflict", "0.8.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -20,7 +20,7 @@ enum class SqlFeature {
     kDatasetRegistry,       // idem.datasets.view_relid and owner (0.7.0)
     kDigestAggregate,       // idem._digest_agg (0.4.0)
     kSwapCarryFunctions,    // idem._acl_statements and its siblings (0.8.0)
-    kFirstLoadTally,        // idem._first_load_conflict (0.8.0)
+    kConflictTally,         // idem._count_conflict (0.8.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

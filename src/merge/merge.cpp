@@ -4,10 +4,11 @@
 #include <functional>
 #include <set>
 
+#include "common/batch_source.hpp"
+#include "common/conflict_tally.hpp"
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "core/sql_text.hpp"
-#include "merge/first_load_tally.hpp"
 #include "merge/merge_sql.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
@@ -24,52 +25,11 @@ namespace {
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::string& name)
-{
-    for (const auto& c : cols)
-        if (c.name == name)
-            return &c;
-    return nullptr;
-}
-
-std::vector<std::string> resolve_key(const pg::Relation& target, const MergeOptions& options,
-                                     const std::vector<pg::UniqueIndex>& indexes)
-{
-    if (!options.key) {
-        for (const auto& ix : indexes)
-            if (ix.primary)
-                return ix.columns;
-        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "relation \"" + target.display + "\" has no primary key",
-                        "idem.merge matches rows on a key: the primary key by default.",
-                        "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
-    }
-    const auto& key = *options.key;
-    if (key.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, "key must name at least one column");
-    std::set<std::string> seen;
-    for (const auto& k : key) {
-        if (!seen.insert(k).second)
-            throw UserError(sqlstate::kDuplicateColumn, "key column \"" + k + "\" is named more than once");
-        if (find_column(target.columns, k) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn,
-                            "key column \"" + k + "\" does not exist in \"" + target.display + "\"", {},
-                            "Column names are matched exactly, case included.");
-    }
-    return key;
-}
-
 void require_unique_index(const pg::Relation& target, const std::vector<std::string>& key,
                           const std::vector<pg::UniqueIndex>& indexes)
 {
-    const std::set<std::string> wanted(key.begin(), key.end());
-    for (const auto& ix : indexes) {
-        if (!ix.usable)
-            continue;
-        const std::set<std::string> have(ix.columns.begin(), ix.columns.end());
-        if (have == wanted && ix.columns.size() == key.size())
-            return;
-    }
+    if (has_unique_index_on(key, indexes))
+        return;
     std::vector<std::string> quoted;
     for (const auto& k : key)
         quoted.push_back(pg::quote_ident(k));
@@ -80,26 +40,6 @@ void require_unique_index(const pg::Relation& target, const std::vector<std::str
                     "under concurrency.",
                     "CREATE UNIQUE INDEX ON " + target.qualified + " (" + core::join(quoted) + ");" +
                         (target.kind == 'p' ? " On a partitioned table the key must include the partition key." : ""));
-}
-
-bool source_has_unique_not_null_key(const MergeSource& source, const pg::Relation* src_rel,
-                                    const std::vector<std::string>& key, const pg::Relation& target)
-{
-    if (!source.relation || src_rel == nullptr || (src_rel->kind != 'r' && src_rel->kind != 'p'))
-        return false;
-    for (const auto& k : key) {
-        const pg::Column* s = find_column(src_rel->columns, k);
-        const pg::Column* t = find_column(target.columns, k);
-        if (s == nullptr || t == nullptr || !s->not_null || s->type_oid != t->type_oid)
-            return false;
-    }
-    const std::set<std::string> wanted(key.begin(), key.end());
-    for (const auto& ix : pg::unique_indexes(src_rel->oid)) {
-        const std::set<std::string> have(ix.columns.begin(), ix.columns.end());
-        if (ix.usable && have == wanted && ix.columns.size() == key.size())
-            return true;
-    }
-    return false;
 }
 
 // The run history's row for a merge (not for a dry run, which writes nothing).
@@ -136,40 +76,6 @@ pg::Relation describe_target(std::uint32_t target_oid)
     return target;
 }
 
-// The source as merge reads it: its columns, by distinct names, and the
-// SELECT that yields them.
-struct SourceShape {
-    std::optional<pg::Relation> relation;  // when the source is a relation
-    std::vector<pg::Column> columns;
-    std::string sql;
-};
-
-SourceShape describe_source(const MergeSource& source)
-{
-    SourceShape shape;
-    if (source.relation) {
-        shape.relation = pg::describe_relation(*source.relation);
-        const pg::Relation& rel = *shape.relation;
-        if (std::string("rpvmf").find(rel.kind) == std::string::npos)
-            throw UserError(sqlstate::kWrongObjectType, "\"" + rel.display + "\" is not a table or view",
-                            "The source of idem.merge is a table, view, materialized view or foreign table.");
-        shape.columns = rel.columns;
-        std::vector<std::string> quoted;
-        for (const auto& c : shape.columns)
-            quoted.push_back(pg::quote_ident(c.name));
-        shape.sql = core::select_columns(quoted, rel.qualified);
-    } else {
-        shape.columns = pg::describe_query(*source.query);
-        shape.sql = *source.query;
-    }
-    std::set<std::string> names;
-    for (const auto& c : shape.columns)
-        if (!names.insert(c.name).second)
-            throw UserError(sqlstate::kDuplicateColumn, "the source has more than one column named \"" + c.name + "\"",
-                            {}, "Give every source column a distinct name (AS ...).");
-    return shape;
-}
-
 void check_version_column(const std::string& v, const SourceShape& src, const pg::Relation& target,
                           const std::vector<std::string>& key)
 {
@@ -200,36 +106,17 @@ void check_delete_column(const std::string& d, const SourceShape& src, const Mer
 void plan_insert_columns(core::MergeSpec& spec, const SourceShape& src, const pg::Relation& target,
                          const MergeOptions& options)
 {
-    for (const auto& sc : src.columns) {
-        if (options.delete_column && sc.name == *options.delete_column)
-            continue;
-        const pg::Column* tc = find_column(target.columns, sc.name);
-        if (tc == nullptr) {
-            if (options.columns)
-                continue;  // with columns given, extra source columns are ignored
-            throw UserError(
-                sqlstate::kUndefinedColumn,
-                "column \"" + sc.name + "\" of the source does not exist in \"" + target.display + "\"",
-                "Every source column is written unless columns is given; a column the target lacks is schema drift.",
-                "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].");
-        }
-        if (tc->generated != '\0')
-            continue;  // generated columns are computed by the target, never written
-        if (tc->identity == 'a' && !spec.override_identity) {
-            throw UserError(
-                sqlstate::kGeneratedAlways,
-                "column \"" + sc.name + "\" of \"" + target.display + "\" is GENERATED ALWAYS AS IDENTITY",
-                "idem.merge does not silently override identity values.",
-                "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).");
-        }
-        if (!pg::can_assign(sc.type_oid, tc->type_oid)) {
-            throw UserError(sqlstate::kDatatypeMismatch,
-                            "column \"" + sc.name + "\" is " + sc.type_name + " in the source and " + tc->type_name +
-                                " in the target, and there is no assignment cast between them",
-                            {}, "Cast the column in the source query.");
-        }
-        spec.insert_columns.push_back(pg::assignment_target(*tc));
-    }
+    InsertColumnRules rules;
+    rules.function = "idem.merge";
+    rules.skip = options.delete_column;
+    rules.ignore_extra = options.columns.has_value();  // with columns given, extra source columns are ignored
+    rules.extra_detail =
+        "Every source column is written unless columns is given; a column the target lacks is schema drift.";
+    rules.extra_hint = "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].";
+    rules.override_identity = spec.override_identity;
+    rules.identity_hint =
+        "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).";
+    spec.insert_columns = insert_columns(src, target, rules);
 }
 
 void plan_keys(core::MergeSpec& spec, const pg::Relation& target, const std::vector<std::string>& key)
@@ -330,8 +217,8 @@ void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::
 }
 
 // The whole statement's plan, from the checked target, source and key.
-core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, const MergeSource& source,
-                           const MergeOptions& options, const std::vector<std::string>& key)
+core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, const MergeOptions& options,
+                           const std::vector<std::string>& key)
 {
     const std::set<std::string> excluded = check_exclude_columns(target, options, key);
     core::MergeSpec spec;
@@ -354,14 +241,13 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     spec.allow_empty = options.allow_empty;
     spec.dry_run = options.dry_run;
     spec.partitioned = target.kind == 'p';
-    const bool unique_source =
-        source_has_unique_not_null_key(source, src.relation ? &*src.relation : nullptr, key, target);
+    const bool unique_source = source_unique_on_key(src, key, target);
     spec.check_nulls = !unique_source;
     spec.check_duplicates = !unique_source;
     // A table or materialized view reads the same in every scan of one
     // statement; a view, a foreign table or a query may not (volatile
     // functions, a remote server).
-    spec.stable_source = src.relation && std::string("rpm").find(src.relation->kind) != std::string::npos;
+    spec.stable_source = src.stable();
     return spec;
 }
 
@@ -404,19 +290,18 @@ void with_merge_settings(const std::function<void()>& fn)
 }
 
 // The first load's counts: the rows its INSERT processed were inserted or
-// updated; the conflicts were counted as they came (first_load_tally.hpp).
+// updated; the conflicts were counted as they came (conflict_tally.hpp).
 pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std::uint32_t target_oid)
 {
-    reset_first_load_conflicts(target_oid);
+    reset_conflicts(target_oid);
     std::uint64_t processed = 0;
     with_merge_settings([&] {
         processed = spi.query(core::build_first_load_sql(spec), {pg::Param::of_oid(target_oid)}, true).processed;
     });
-    const FirstLoadConflicts conflicts = first_load_conflicts(target_oid);
-    const auto inserted = static_cast<std::int64_t>(processed) - conflicts.updated;
+    const ConflictCounts met = conflicts(target_oid);
+    const auto inserted = static_cast<std::int64_t>(processed) - met.differ;
     pg::QueryResult counts;
-    counts.rows.push_back(
-        {std::to_string(inserted), std::to_string(conflicts.updated), "0", std::to_string(conflicts.unchanged), "0"});
+    counts.rows.push_back({std::to_string(inserted), std::to_string(met.differ), "0", std::to_string(met.same), "0"});
     return counts;
 }
 
@@ -427,7 +312,7 @@ pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std
 // NULLs and collapses or refuses the repeats.
 pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, const pg::Relation& target)
 {
-    if (core::first_load_applies(spec) && sql_has(SqlFeature::kFirstLoadTally) && target_is_empty(spi, target)) {
+    if (core::first_load_applies(spec) && sql_has(SqlFeature::kConflictTally) && target_is_empty(spi, target)) {
         pg::QueryResult counts;
         const auto failed = pg::try_in_subtransaction([&] { counts = first_load(spi, spec, target.oid); });
         if (!failed)
@@ -449,10 +334,12 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
     const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation target = describe_target(target_oid);
-    const SourceShape src = describe_source(source);
+    const SourceShape src = describe_source(source, "idem.merge");
 
     const auto indexes = pg::unique_indexes(target_oid);
-    const std::vector<std::string> key = resolve_key(target, options, indexes);
+    const std::vector<std::string> key =
+        resolve_key(target, options.key, indexes, "idem.merge",
+                    "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
     for (const auto& k : key)
         if (find_column(src.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
@@ -462,7 +349,7 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
     if (options.delete_column)
         check_delete_column(*options.delete_column, src, options, key);
 
-    const core::MergeSpec spec = plan_merge(target, src, source, options, key);
+    const core::MergeSpec spec = plan_merge(target, src, options, key);
     if (!options.dry_run)
         lock_target(spi, target, options);
 

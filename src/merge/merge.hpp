@@ -7,14 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "common/batch_source.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
-struct MergeSource {
-    std::optional<std::uint32_t> relation;  // merge(target, source regclass)
-    std::optional<std::string> query;       // merge_query(target, query text)
-};
+using MergeSource = BatchSource;  // merge(target, source regclass), merge_query(target, query text)
 
 struct MergeOptions {
     std::optional<std::vector<std::string>> key;

@@ -1,5 +1,6 @@
 #include "merge/merge_sql.hpp"
 
+#include "core/row_match.hpp"
 #include "core/sql_text.hpp"
 
 namespace pg_idempotent::core {
@@ -18,70 +19,20 @@ std::string action_is(const std::string& alias, int action)
     return alias + "." + kAction + " " + kEq + " " + std::to_string(action);
 }
 
-// a.k1 = b.k1 AND a.k2 = b.k2, with each key's own equality operator.
+// The shared pieces (core/row_match.hpp) over the spec's keys.
 std::string keys_match(const MergeSpec& s, const std::string& a, const std::string& b)
 {
-    std::vector<std::string> parts;
-    for (std::size_t i = 0; i < s.keys.size(); ++i)
-        parts.push_back(a + "." + s.keys[i].name + " " + s.key_eq[i] + " " + b + "." + s.keys[i].name);
-    return join(parts, " AND ");
+    return core::keys_match(s.keys, s.key_eq, a, b);
 }
 
 std::string key_list(const MergeSpec& s, const std::string& alias)
 {
-    std::vector<std::string> parts;
-    for (const auto& k : s.keys)
-        parts.push_back(alias.empty() ? k.name : alias + "." + k.name);
-    return join(parts);
+    return core::key_list(s.keys, alias);
 }
 
-// The row image digest of some columns; cast = compare as the target stores.
-std::string digest_of(const std::vector<MergeColumn>& cols, const std::string& alias, bool cast)
-{
-    std::vector<std::string> parts;
-    for (const auto& c : cols) {
-        const std::string ref = alias + "." + c.name;
-        parts.push_back(cast ? cast_to_target(ref, c) : ref);
-    }
-    // ROW() of one column is still a row; of none, the empty row.
-    return "idem._row_digest(ROW(" + join(parts) + "))";
-}
-
-// Whether two rows' columns have the same stored images (what "unchanged"
-// means: docs/merge.md), a's cast to the target's types first when
-// cast_a: record_image_eq, the image comparison behind `*=`, column by
-// column. It decides exactly what equal v1 digests decide (the digest hashes
-// these images), without hashing, and the types match by construction (b
-// is the target's row). ROW() of no column is the empty row: equal.
-std::string images_equal(const std::vector<MergeColumn>& cols, const std::string& a, const std::string& b,
-                         bool cast_a = true)
-{
-    std::vector<std::string> left;
-    std::vector<std::string> right;
-    for (const auto& c : cols) {
-        const std::string ref = a + "." + c.name;
-        left.push_back(cast_a ? cast_to_target(ref, c) : ref);
-        right.push_back(b + "." + c.name);
-    }
-    return "pg_catalog.record_image_eq(ROW(" + join(left) + "), ROW(" + join(right) + "))";
-}
-
-// "(k1, k2)=(v1, v2)" for messages, from the row alias.
 std::string key_text(const MergeSpec& s, const std::string& alias)
 {
-    std::vector<std::string> names;
-    std::vector<std::string> values;
-    for (const auto& k : s.keys) {
-        names.push_back(k.name_literal);
-        values.push_back("COALESCE(" + alias + "." + k.name + "::pg_catalog.text, 'NULL')");
-    }
-    return "pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', " + join(names) +
-           "), pg_catalog.concat_ws(', ', " + join(values) + "))";
-}
-
-std::string count_where(const std::string& from, const std::string& where = {})
-{
-    return "(SELECT pg_catalog.count(*) FROM " + from + (where.empty() ? "" : " WHERE " + where) + ")";
+    return core::key_text(s.keys, alias);
 }
 
 // The statement's steps, one function each, in the order of the CTEs
@@ -148,7 +99,7 @@ std::string source_row_digest(const MergeSpec& s)
     std::vector<MergeColumn> cols = s.insert_columns;
     if (s.delete_column)
         cols.push_back(MergeColumn{kDeleteFlag, "pg_catalog.bool", "'delete'"});
-    return digest_of(cols, "src", false);
+    return row_digest(cols, "src", false);
 }
 
 // tops: the keys with more than one source row (usually none), and for
@@ -174,22 +125,6 @@ std::string dups_cte(const MergeSpec& s)
     if (!s.version)
         return from + differ;
     return from + " AND src." + s.version->name + " " + s.version_eq + " tops.top" + differ;
-}
-
-// The WHENs of checks, one per key column: a NULL key raises 23502.
-std::string null_key_checks(const MergeSpec& s)
-{
-    std::string c;
-    for (std::size_t i = 0; i < s.keys.size(); ++i) {
-        const std::string n = "st.null_" + std::to_string(i);
-        c += " WHEN " + n + " " + kGt +
-             " 0 THEN idem._raise('23502', pg_catalog.format("
-             "'null value in key column %s of the source', pg_catalog.quote_ident(" +
-             s.keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " + n +
-             ", pg_catalog.quote_ident(" + s.keys[i].name_literal +
-             ")), 'Every key column of every source row must have a value.')\n";
-    }
-    return c;
 }
 
 std::string null_version_check(const MergeSpec& s)
@@ -227,7 +162,7 @@ std::string checks_cte(const MergeSpec& s)
 {
     std::string whens;
     if (s.check_nulls)
-        whens += null_key_checks(s);
+        whens += core::null_key_checks(s.keys);
     if (s.version)
         whens += null_version_check(s);
     if (s.check_duplicates)
@@ -314,7 +249,7 @@ std::string plan_cte(const MergeSpec& s)
                     "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
     if (s.tombstones)
         p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
-             digest_of(s.keys, "d", false);
+             row_digest(s.keys, "d", false);
     return p + "\n OFFSET 0) AS x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) + ")";
 }
 
@@ -484,7 +419,7 @@ std::string tomb_cte(const MergeSpec& s)
         return "tomb AS (SELECT 0 AS n)";
     return "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"
            " pg_catalog.array_agg(" +
-           digest_of(s.keys, "p", false) +
+           row_digest(s.keys, "p", false) +
            "),"
            " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" +
            key_list(s, "p") +
@@ -544,14 +479,14 @@ bool first_load_applies(const MergeSpec& s)
 }
 
 // What the first load does with a key the target has: a row a concurrent
-// writer inserted meanwhile. idem._first_load_conflict counts it as updated
-// or unchanged (merge/first_load_tally.hpp) and says whether to update it.
+// writer inserted meanwhile. idem._count_conflict counts it as updated or
+// unchanged (common/conflict_tally.hpp) and says whether to update it.
 std::string first_load_conflict(const MergeSpec& s)
 {
     const std::string head = "\n ON CONFLICT (" + key_list(s, "") + ") DO UPDATE SET ";
-    const std::string tally = "idem._first_load_conflict($1::pg_catalog.regclass, ";
+    const std::string tally = "idem._count_conflict($1::pg_catalog.regclass, ";
     if (s.update_columns.empty())  // nothing to write: every conflict is unchanged
-        return head + s.keys[0].name + " = t." + s.keys[0].name + " WHERE " + tally + "true)";
+        return head + s.keys[0].name + " = t." + s.keys[0].name + " WHERE " + tally + "true, true)";
     std::vector<std::string> upd;
     std::vector<std::string> exc;
     for (const auto& c : s.update_columns) {
@@ -559,7 +494,7 @@ std::string first_load_conflict(const MergeSpec& s)
         exc.push_back("EXCLUDED." + c.name);
     }
     return head + "(" + join(upd) + ") = ROW(" + join(exc) + ") WHERE " + tally +
-           images_equal(s.update_columns, "EXCLUDED", "t", false) + ")";
+           images_equal(s.update_columns, "EXCLUDED", "t", false) + ", true)";
 }
 
 std::string build_first_load_sql(const MergeSpec& s)

@@ -76,8 +76,7 @@ std::string build_merge_sql(const MergeSpec& spec);
 // A first load: the target was empty when the merge took its lock. Every
 // source row is then an insert, and the statement is the INSERT ... ON
 // CONFLICT a user would write; the rows it processed and the conflicts
-// idem._first_load_conflict counted (merge/first_load_tally.hpp) are the
-// counts. Tried (first_load_applies) without versions, deletes or a dry
+// idem._count_conflict counted (common/conflict_tally.hpp) are the counts. Tried (first_load_applies) without versions, deletes or a dry
 // run. It raises 23502 for a NULL key and 21000 for a key the source
 // repeats; the caller then rolls it back and runs build_merge_sql, which
 // explains both (and collapses identical repeated rows). $1 is the target.

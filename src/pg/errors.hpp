@@ -69,6 +69,9 @@ inline constexpr const char* kNotRerunSafe = "ID002";
 // Two different keys of one scope with the same MD5 (idem.keys finds a key by
 // md5(key)): the second is refused instead of being taken for the first.
 inline constexpr const char* kKeyHashCollision = "ID003";
+// An event appended again with other content than the one already there
+// (idem.append; also in its statement's text as 'ID005').
+inline constexpr const char* kAppendConflict = "ID005";
 }  // namespace sqlstate
 
 class UserError : public std::exception {

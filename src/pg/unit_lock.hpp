@@ -20,6 +20,7 @@ enum class UnitLockSpace : std::uint16_t {
     kPartition = 2,         // key: the partition's OID
     kPartitionedTable = 3,  // key: the parent's OID (shared: rewrites; exclusive: swaps)
     kMergeTarget = 4,       // key: the merge target's OID
+    kAppendTarget = 5,      // key: the append target's OID
 };
 
 enum class UnitLockMode { kShared, kExclusive };

@@ -1,7 +1,7 @@
 # Crash safety of every family: a backend killed with SIGKILL, or the server
 # stopped with -m immediate, at points inside the transaction of merge,
-# replace_where / overwrite_partition, the key functions, the checkpoint
-# functions and publish / rollback / pin. After crash recovery the target
+# append, replace_where / overwrite_partition, the key functions, the
+# checkpoint functions and publish / rollback / pin. After crash recovery the target
 # tables and idem's state tables are exactly as before the transaction (or,
 # for a crash right after COMMIT returned, exactly as after it), never in
 # between; and the job then rerun leaves the same state as one clean run of
@@ -116,6 +116,20 @@ CREATE TRIGGER accounts_pause AFTER INSERT OR UPDATE OR DELETE ON accounts
   FOR EACH ROW EXECUTE FUNCTION crash_pause_trigger('accounts');
 CREATE TRIGGER stores_pause AFTER INSERT OR UPDATE OR DELETE ON stores
   FOR EACH ROW EXECUTE FUNCTION crash_pause_trigger('stores');
+
+-- append: an event log partitioned by day without a global unique index
+-- (appends take turns), half of the batch already there.
+CREATE TABLE events (event_id bigint NOT NULL, day date NOT NULL, kind text, received_at timestamptz)
+  PARTITION BY RANGE (day);
+CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM ('2024-07-06') TO ('2024-07-07');
+CREATE TABLE events_2 PARTITION OF events FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE INDEX ON events (event_id);
+INSERT INTO events SELECT g, '2024-07-06', 'k' || g % 3, '2024-07-06 12:00+00' FROM generate_series(1, 20) g;
+CREATE TABLE events_batch (event_id bigint, day date, kind text, received_at timestamptz);
+INSERT INTO events_batch SELECT g, CASE WHEN g <= 20 THEN '2024-07-06' ELSE '2024-07-07' END::date, 'k' || g % 3,
+                                '2024-07-07 09:00+00' FROM generate_series(11, 40) g;
+CREATE TRIGGER events_pause AFTER INSERT ON events
+  FOR EACH ROW EXECUTE FUNCTION crash_pause_trigger('events');
 
 -- overwrite: a plain table (replace_where) and a partitioned one
 -- (overwrite_partition, mode rewrite).
@@ -368,6 +382,15 @@ SQL
 	{ point => 'running', where => 'delete_missing merge, in a trigger', how => 'immediate',
 	  pause => 'stores', statement => '%idem.merge(%stores_snapshot%',
 	  writes => 'accounts idem.run_log idem.tombstones stores' },
+	{ point => 'returned', how => 'kill -9' },
+	{ point => 'returned', how => 'immediate' });
+
+family('append', <<'SQL', 'events_2 idem.run_log', 'immediate',
+SELECT * FROM idem.append('events', 'events_batch', key => '{event_id}', exclude_columns => '{received_at}',
+                          within => '2 days');
+SQL
+	{ point => 'running', where => 'append, in a trigger', how => 'kill -9',
+	  pause => 'events', statement => '%idem.append(%', writes => 'events_2' },
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "merge/first_load_tally.hpp"
+#include "common/conflict_tally.hpp"
 #include "merge/merge_sql.hpp"
 
 namespace {
@@ -422,7 +422,7 @@ TEST(MergeSql, OnlyASourceThatMayReadDifferentlyIsCopied)
 
 // The first load is the INSERT ... ON CONFLICT a user writes: no CTE, no
 // RETURNING, no sort; NULL keys raise (merge then explains them); each
-// conflict is counted by idem._first_load_conflict, which decides the
+// conflict is counted by idem._count_conflict, which decides the
 // update.
 TEST(MergeSql, FirstLoadIsOneInsertOnConflict)
 {
@@ -431,13 +431,13 @@ TEST(MergeSql, FirstLoadIsOneInsertOnConflict)
               "INSERT INTO public.t AS t (id, a, b)\n SELECT CAST(s.id AS integer) AS id, s.a, s.b FROM (SELECT id, a, "
               "b FROM public.src\n) AS s\n WHERE (s.id IS NOT NULL) OR idem._raise('23502', 'null key in a first "
               "load', NULL, NULL)\n ON CONFLICT (id) DO UPDATE SET (a, b) = ROW(EXCLUDED.a, EXCLUDED.b) WHERE "
-              "idem._first_load_conflict($1::pg_catalog.regclass, pg_catalog.record_image_eq(ROW(EXCLUDED.a, "
-              "EXCLUDED.b), ROW(t.a, t.b)))");
+              "idem._count_conflict($1::pg_catalog.regclass, pg_catalog.record_image_eq(ROW(EXCLUDED.a, "
+              "EXCLUDED.b), ROW(t.a, t.b)), true)");
     // Nothing to update: a conflict is always unchanged, never written.
     MergeSpec keys_only = plain();
     keys_only.update_columns.clear();
     EXPECT_TRUE(has(build_first_load_sql(keys_only),
-                    "DO UPDATE SET id = t.id WHERE idem._first_load_conflict($1::pg_catalog.regclass, true)"));
+                    "DO UPDATE SET id = t.id WHERE idem._count_conflict($1::pg_catalog.regclass, true, true)"));
     // A source without NULL keys (NOT NULL, unique) is not filtered.
     MergeSpec unique = plain();
     unique.check_nulls = false;
@@ -460,21 +460,21 @@ TEST(MergeSql, FirstLoadOnlyWithoutVersionsDeletesOrDryRun)
     EXPECT_FALSE(first_load_applies(flagged));
 }
 
-TEST(FirstLoadTally, CountsEachTargetsConflictsUntilReset)
+TEST(ConflictTally, CountsEachTargetsConflictsUntilReset)
 {
     using namespace pg_idempotent;
-    reset_first_load_conflicts(1);
-    reset_first_load_conflicts(2);
-    EXPECT_TRUE(note_first_load_conflict(1, false));  // differs: update
-    EXPECT_FALSE(note_first_load_conflict(1, true));  // same: leave
-    EXPECT_FALSE(note_first_load_conflict(1, true));
-    EXPECT_TRUE(note_first_load_conflict(2, false));
-    EXPECT_EQ(first_load_conflicts(1).updated, 1);
-    EXPECT_EQ(first_load_conflicts(1).unchanged, 2);
-    EXPECT_EQ(first_load_conflicts(2).updated, 1);
-    EXPECT_EQ(first_load_conflicts(2).unchanged, 0);
-    reset_first_load_conflicts(1);
-    EXPECT_EQ(first_load_conflicts(1).updated + first_load_conflicts(1).unchanged, 0);
-    EXPECT_EQ(first_load_conflicts(2).updated, 1);
-    EXPECT_EQ(first_load_conflicts(3).unchanged, 0);  // never seen
+    reset_conflicts(1);
+    reset_conflicts(2);
+    EXPECT_TRUE(note_conflict(1, false, true));  // differs, merge: update
+    EXPECT_FALSE(note_conflict(1, true, true));  // same: leave
+    EXPECT_FALSE(note_conflict(1, true, true));
+    EXPECT_FALSE(note_conflict(2, false, false));  // differs, append: never update
+    EXPECT_EQ(conflicts(1).differ, 1);
+    EXPECT_EQ(conflicts(1).same, 2);
+    EXPECT_EQ(conflicts(2).differ, 1);
+    EXPECT_EQ(conflicts(2).same, 0);
+    reset_conflicts(1);
+    EXPECT_EQ(conflicts(1).differ + conflicts(1).same, 0);
+    EXPECT_EQ(conflicts(2).differ, 1);
+    EXPECT_EQ(conflicts(3).same, 0);  // never seen
 }

@@ -1,0 +1,212 @@
+#include "append/append.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "append/append_sql.hpp"
+#include "common/conflict_tally.hpp"
+#include "common/installed_sql.hpp"
+#include "common/run_history.hpp"
+#include "core/sql_text.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/settings.hpp"
+#include "pg/unit_lock.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+pg::Relation describe_target(std::uint32_t target_oid)
+{
+    pg::Relation target = pg::describe_relation(target_oid);
+    if (target.kind != 'r' && target.kind != 'p')
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
+                        "idem.append writes into a table or a partitioned table.");
+    return target;
+}
+
+bool keep_first(const AppendOptions& options)
+{
+    if (options.on_conflict == "error")
+        return false;
+    if (options.on_conflict == "keep_first")
+        return true;
+    throw UserError(sqlstate::kInvalidParameterValue, "on_conflict must be 'error' or 'keep_first'",
+                    "It is '" + options.on_conflict + "'.",
+                    "'error' (the default) refuses an event that came back with other content; 'keep_first' keeps "
+                    "what is there and counts it.");
+}
+
+// exclude_columns: target columns that are not part of "the same event"
+// (a received_at). Returned quoted, as AssignmentTarget names are.
+std::set<std::string> excluded_columns(const pg::Relation& target, const AppendOptions& options,
+                                       const std::vector<std::string>& key)
+{
+    std::set<std::string> quoted;
+    if (!options.exclude_columns)
+        return quoted;
+    for (const auto& c : *options.exclude_columns) {
+        if (find_column(target.columns, c) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn,
+                            "column \"" + c + "\" of relation \"" + target.display + "\" does not exist",
+                            "It was named in exclude_columns.", "Column names are matched exactly, case included.");
+        if (std::find(key.begin(), key.end(), c) != key.end())
+            throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in exclude_columns",
+                            "The key is what makes two events the same one.",
+                            "Leave the key columns out of exclude_columns.");
+        quoted.insert(pg::quote_ident(c));
+    }
+    return quoted;
+}
+
+// within: the target's partition key, when it is one column of a date or
+// timestamp type of a range-partitioned table. 22023 otherwise.
+core::AssignmentTarget window_column(pg::SpiSession& spi, const pg::Relation& target, const core::AppendSpec& spec)
+{
+    const pg::QueryResult r = spi.query(
+        "SELECT a.attname::pg_catalog.text, a.atttypid::pg_catalog.regtype::pg_catalog.text FROM "
+        "pg_catalog.pg_partitioned_table p JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) "
+        "p.partrelid AND a.attnum OPERATOR(pg_catalog.=) p.partattrs[0] WHERE p.partrelid OPERATOR(pg_catalog.=) "
+        "$1 AND p.partnatts OPERATOR(pg_catalog.=) 1 AND p.partstrat OPERATOR(pg_catalog.=) 'r' AND a.atttypid "
+        "OPERATOR(pg_catalog.=) ANY ('{pg_catalog.date,pg_catalog.timestamp,pg_catalog.timestamptz}'::pg_catalog.regtype[])",
+        {pg::Param::of_oid(target.oid)});
+    if (r.rows.empty())
+        throw UserError(sqlstate::kInvalidParameterValue,
+                        "within needs a target partitioned by range on one date or timestamp column",
+                        "\"" + target.display + "\" is not.",
+                        "Leave within out: the whole target is then read for the keys of the batch.");
+    const std::string quoted = pg::quote_ident(*r.rows[0][0]);
+    for (const auto& c : spec.insert_columns)
+        if (c.name == quoted)
+            return c;
+    throw UserError(sqlstate::kUndefinedColumn,
+                    "partition key column \"" + *r.rows[0][0] + "\" is missing from the source",
+                    "within reads the target around the batch's own values of it.");
+}
+
+core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, const SourceShape& src,
+                             const AppendOptions& options, const std::vector<std::string>& key)
+{
+    core::AppendSpec spec;
+    spec.target = target.qualified;
+    spec.target_literal = pg::quote_literal(target.display);
+    spec.source_sql = src.sql;
+    spec.keep_first = keep_first(options);
+    const std::set<std::string> excluded = excluded_columns(target, options, key);
+    InsertColumnRules rules;
+    rules.function = "idem.append";
+    rules.extra_detail = "Every source column is written; a column the target lacks is schema drift.";
+    rules.extra_hint = "Add the column to the target or drop it from the source.";
+    rules.identity_hint = "Leave the column out of the source.";
+    spec.insert_columns = insert_columns(src, target, rules);
+    for (const auto& k : key) {
+        const pg::Column* tc = find_column(target.columns, k);
+        spec.keys.push_back(pg::assignment_target(*tc));
+        spec.key_eq.push_back(pg::btree_operator(tc->type_oid, 3, k));
+    }
+    for (const auto& c : spec.insert_columns) {
+        const bool is_key = std::any_of(spec.keys.begin(), spec.keys.end(),
+                                        [&](const core::AssignmentTarget& k) { return k.name == c.name; });
+        if (!is_key && excluded.count(c.name) == 0)
+            spec.compare_columns.push_back(c);
+    }
+    spec.check_nulls = !source_unique_on_key(src, key, target);
+    spec.stable_source = src.stable();
+    spec.arbiter = has_unique_index_on(key, pg::unique_indexes(target.oid));
+    if (options.within)
+        spec.window_column = window_column(spi, target, spec);
+    return spec;
+}
+
+// Appends into one target take turns: each sees the events the one before
+// it committed (READ COMMITTED takes the statement's snapshot after the
+// lock). Without a unique index on the key, nothing else would keep two
+// appends from writing one event twice; with one, the turns keep the
+// content check exact. A snapshot older than the lock (REPEATABLE READ,
+// SERIALIZABLE) cannot see what it waited for: with a unique index the
+// INSERT then fails with 40001 on such a key; without one that is refused
+// up front.
+void lock_target(pg::SpiSession& spi, const pg::Relation& target, bool arbiter)
+{
+    using P = pg::TablePrivilege;
+    pg::require_table_privileges(target.oid, {P::kSelect, P::kInsert}, "idem.append");
+    if (!arbiter && spi.query("SELECT pg_catalog.current_setting('transaction_isolation')").rows.at(0).at(0) !=
+                        "read committed")
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "idem.append needs READ COMMITTED on a target without a unique index on the key",
+                        "At REPEATABLE READ or SERIALIZABLE an append could not see the events of an append that "
+                        "committed after its snapshot, and nothing would stop it from writing them again.",
+                        "Run the append in a READ COMMITTED transaction, or give \"" + target.display +
+                            "\" a unique index on exactly the key (on a partitioned table the key must then include "
+                            "the partition key).");
+    pg::lock_unit(pg::UnitLockSpace::kAppendTarget, target.oid, pg::UnitLockMode::kExclusive);
+}
+
+// Runs the statement; adds the conflicts its INSERT met with rows a
+// concurrent writer inserted (conflict_tally.hpp). Counts: inserted,
+// duplicate, conflicting.
+std::vector<std::int64_t> run_append(pg::SpiSession& spi, const core::AppendSpec& spec, const pg::Relation& target,
+                                     const std::optional<std::string>& within)
+{
+    pg::Params params = {pg::Param::of_oid(target.oid)};
+    if (within)
+        params.push_back(pg::Param::of_text(*within));
+    reset_conflicts(target.oid);
+    pg::QueryResult r;
+    pg::with_settings({{"jit", "off"}}, [&] { r = spi.query(core::build_append_sql(spec), params, true); });
+    const ConflictCounts met = conflicts(target.oid);
+    if (met.differ > 0 && !spec.keep_first)
+        throw UserError(sqlstate::kAppendConflict, "an event came back with different content",
+                        std::to_string(met.differ) + " events of this batch were written to \"" + target.display +
+                            "\" by a concurrent transaction with other content.",
+                        "An event is written once: find out why it changed upstream, or pass on_conflict => "
+                        "'keep_first'.");
+    const std::int64_t planned = std::stoll(r.rows.at(0).at(0).value_or("0"));
+    return {planned - met.same - met.differ, std::stoll(r.rows.at(0).at(1).value_or("0")) + met.same,
+            std::stoll(r.rows.at(0).at(2).value_or("0")) + met.differ};
+}
+
+void record_append(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
+                   const std::vector<std::int64_t>& counts)
+{
+    RunRecord run;
+    run.function = src.relation ? "append" : "append_query";
+    run.target = target.display;
+    if (src.relation)
+        run.unit = src.relation->display;
+    run.counts = {{"inserted", counts[0]}, {"duplicate", counts[1]}, {"conflicting", counts[2]}};
+    run.rows_written = counts[0];
+    run.changed = counts[0] > 0;
+    run.action = run.changed ? "appended" : "unchanged";
+    record_run(spi, clock, run);
+}
+
+}  // namespace
+
+void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSource& source, const AppendOptions& options)
+{
+    const RunClock clock;
+    pg::SpiSession spi;
+    require_sql(SqlFeature::kConflictTally, "idem.append");
+    const pg::Relation target = describe_target(target_oid);
+    const SourceShape src = describe_source(source, "idem.append");
+    const std::vector<std::string> key =
+        resolve_key(target, options.key, pg::unique_indexes(target_oid), "idem.append",
+                    "Pass key => ARRAY['event_id'] naming the event's own id.");
+    for (const auto& k : key)
+        if (find_column(src.columns, k) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+    const core::AppendSpec spec = plan_append(spi, target, src, options, key);
+    lock_target(spi, target, spec.arbiter);
+    const std::vector<std::int64_t> counts = run_append(spi, spec, target, options.within);
+    record_append(spi, clock, target, src, counts);
+    pg::return_text_rows(out, {{std::to_string(counts[0]), std::to_string(counts[1]), std::to_string(counts[2])}});
+    spi.finish();
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,184 @@
+#include "append/append_sql.hpp"
+
+#include "core/row_match.hpp"
+#include "core/sql_text.hpp"
+
+namespace pg_idempotent::core {
+
+namespace {
+
+const char* const kGt = "OPERATOR(pg_catalog.>)";
+const char* const kMinus = "OPERATOR(pg_catalog.-)";
+const char* const kAction = "\"idem$action\"";
+
+// Action codes of plan.
+enum AppendAction : int { kNew = 1, kSame = 2, kOther = 3 };
+
+std::string action_is(const std::string& alias, int action)
+{
+    return alias + "." + kAction + " OPERATOR(pg_catalog.=) " + std::to_string(action);
+}
+
+bool is_key(const AppendSpec& s, const AssignmentTarget& c)
+{
+    for (const auto& k : s.keys)
+        if (k.name == c.name)
+            return true;
+    return false;
+}
+
+// src: keys cast to the target's types, so that they compare the way the
+// target's index does; a table is read by each step (merge_sql.cpp's src).
+std::string src_cte(const AppendSpec& s)
+{
+    std::vector<std::string> cols;
+    for (const auto& c : s.insert_columns)
+        cols.push_back(is_key(s, c) ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
+    return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " +
+           join(cols) + " FROM (" + s.source_sql + "\n) AS s)";
+}
+
+std::string stats_cte(const AppendSpec& s)
+{
+    std::vector<std::string> cols = {"pg_catalog.count(*) AS n"};
+    if (s.check_nulls)
+        for (std::size_t i = 0; i < s.keys.size(); ++i)
+            cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name + " IS NULL) AS null_" +
+                           std::to_string(i));
+    return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
+}
+
+// tops and dups: as merge's, over the compared columns as the target would
+// store them (two deliveries of one event that differ only in an excluded
+// column are the same event).
+std::string tops_cte(const AppendSpec& s)
+{
+    const std::string k = key_list(s.keys, "src");
+    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY " + k +
+           " HAVING pg_catalog.count(*) " + kGt + " 1)";
+}
+
+std::string dups_cte(const AppendSpec& s)
+{
+    const std::string k = key_list(s.keys, "src");
+    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s.keys, s.key_eq, "src", "tops") +
+           " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " + row_digest(s.compare_columns, "src", true) + ") " +
+           kGt + " 1)";
+}
+
+std::string checks_cte(const AppendSpec& s)
+{
+    std::string whens = s.check_nulls ? null_key_checks(s.keys) : std::string();
+    whens += " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('ID005', "
+             "'events with the same key differ within the batch', pg_catalog.format('Key %s appears more than once "
+             "with different content; keys like it in the batch: %s.', " +
+             key_text(s.keys, "d") +
+             ", (SELECT pg_catalog.count(*) FROM dups)), 'A key names one event: find out why the source "
+             "repeats it with other content, or name columns that differ by nature in exclude_columns.') FROM "
+             "dups d LIMIT 1)\n";
+    return "checks AS MATERIALIZED (SELECT CASE\n" + whens + " ELSE true END AS ok FROM stats st)";
+}
+
+// dedup: one row per key; the source itself when no key repeats (one-time
+// filters: merge_sql.cpp's dedup explains why).
+std::string dedup_cte(const AppendSpec& s)
+{
+    const std::string ok = "(SELECT ok FROM checks)";
+    const std::string k = key_list(s.keys, "");
+    const std::string repeated = "EXISTS (SELECT FROM tops r WHERE " + keys_match(s.keys, s.key_eq, "r", "src") + ")";
+    const std::string some = "EXISTS (SELECT FROM tops)";
+    return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + " AND NOT " + some +
+           "\n UNION ALL SELECT * FROM src WHERE " + ok + " AND " + some + " AND NOT " + repeated +
+           "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE " + ok + " AND " + some + " AND " +
+           repeated + " ORDER BY " + k + "))";
+}
+
+// win: the partition key values the batch could repeat, the batch's own
+// range widened by $2 either side; the target is read there only, so the
+// executor skips the other partitions.
+std::string win_cte(const AppendSpec& s)
+{
+    const AssignmentTarget& w = *s.window_column;
+    return "win AS MATERIALIZED (SELECT CAST(pg_catalog.min(src." + w.name + ") " + kMinus +
+           " $2::pg_catalog.interval AS " + w.type + ") AS lo, CAST(pg_catalog.max(src." + w.name +
+           ") OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS " + w.type + ") AS hi FROM src)";
+}
+
+std::string window_filter(const AppendSpec& s)
+{
+    if (!s.window_column)
+        return {};
+    const std::string t = "t." + s.window_column->name;
+    return " AND " + t + " OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND " + t +
+           " OPERATOR(pg_catalog.<=) (SELECT hi FROM win)";
+}
+
+// plan: each key against the target. The keys whose event is already there
+// (kSame) are counted, not kept (a replay copies nothing).
+std::string plan_cte(const AppendSpec& s)
+{
+    return "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE WHEN t." + s.keys[0].name + " IS NULL THEN " +
+           std::to_string(kNew) + " WHEN " + images_equal(s.compare_columns, "d", "t") + " THEN " +
+           std::to_string(kSame) + " ELSE " + std::to_string(kOther) + " END AS " + kAction + "\n FROM dedup d LEFT JOIN " +
+           s.target + " AS t ON " + keys_match(s.keys, s.key_eq, "t", "d") + window_filter(s) + "\n OFFSET 0) AS x WHERE " +
+           "x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kSame) + ")";
+}
+
+std::string checks2_cte(const AppendSpec& s)
+{
+    if (s.keep_first)
+        return "checks2 AS MATERIALIZED (SELECT true AS ok)";
+    return "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " + action_is("p", kOther) +
+           ") THEN (SELECT idem._raise('ID005', 'an event came back with different content', pg_catalog.format('Key "
+           "%s is already in %s with other content; keys like it in the batch: %s.', " +
+           key_text(s.keys, "p") + ", " + s.target_literal + ", (SELECT pg_catalog.count(*) FROM plan q WHERE " +
+           action_is("q", kOther) +
+           ")), 'An event is written once: find out why it changed upstream, pass on_conflict => ''keep_first'' "
+           "to keep what is there and count it, or name columns that differ by nature in exclude_columns.') FROM "
+           "plan p WHERE " +
+           action_is("p", kOther) + " LIMIT 1) ELSE true END AS ok)";
+}
+
+std::string tally_cte()
+{
+    return std::string("tally AS MATERIALIZED (SELECT pg_catalog.count(*) FILTER (WHERE ") + action_is("p", kNew) +
+           ") AS to_insert, pg_catalog.count(*) FILTER (WHERE " + action_is("p", kOther) +
+           ") AS conflicting FROM plan p)";
+}
+
+// ins: the new events. With a unique index on the key, a key a concurrent
+// writer inserted meanwhile is counted (idem._count_conflict), never
+// updated; without one, appends of one target take turns (append.cpp).
+std::string ins_cte(const AppendSpec& s)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+    for (const auto& c : s.insert_columns) {
+        names.push_back(c.name);
+        values.push_back("p." + c.name);
+    }
+    std::string conflict;
+    if (s.arbiter)
+        conflict = "\n ON CONFLICT (" + key_list(s.keys, "") + ") DO UPDATE SET " + s.keys[0].name + " = t." +
+                   s.keys[0].name + " WHERE idem._count_conflict($1::pg_catalog.regclass, " +
+                   images_equal(s.compare_columns, "EXCLUDED", "t", false) + ", false)";
+    return "ins AS (INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) +
+           " FROM plan p WHERE " + action_is("p", kNew) + " AND (SELECT ok FROM checks2)" + conflict + ")";
+}
+
+}  // namespace
+
+std::string build_append_sql(const AppendSpec& s)
+{
+    std::vector<std::string> ctes = {src_cte(s),    stats_cte(s), tops_cte(s), dups_cte(s),
+                                     checks_cte(s), dedup_cte(s)};
+    if (s.window_column)
+        ctes.push_back(win_cte(s));
+    for (auto& cte : {plan_cte(s), checks2_cte(s), tally_cte(), ins_cte(s)})
+        ctes.push_back(cte);
+    return "WITH\n" + join(ctes, ",\n") +
+           "\nSELECT ta.to_insert::pg_catalog.int8,\n ((SELECT st.n FROM stats st) " + kMinus + " ta.to_insert " +
+           kMinus + " ta.conflicting)::pg_catalog.int8,\n ta.conflicting::pg_catalog.int8\n FROM checks, checks2, tally ta";
+}
+
+}  // namespace pg_idempotent::core

@@ -1,0 +1,51 @@
+// The one statement idem.append runs (pure C++: text building only).
+//
+// As merge's (merge/merge_sql.hpp), every identifier arrives quoted, every
+// type schema-qualified, every operator as OPERATOR(schema.op); caller SQL
+// (the source query) is placed as given. A chain of CTEs, so the checks and
+// the insert commit or fail together:
+//   src     the source rows (keys cast to the target's types)
+//   stats   row count and NULL key counts        -> 23502
+//   tops    keys the batch repeats (usually none)
+//   dups    repeated keys whose events differ    -> ID005
+//   checks  raises the first problem found, else true (gates everything)
+//   dedup   one row per key
+//   [win]   with within: the window of the target's partition key to read
+//   plan    each key against the target: new, the same event, another one
+//   checks2 a key already there with other content -> ID005 (unless keep_first)
+//   tally   the planned counts
+//   ins     the new events (ON CONFLICT with a unique index on the key)
+// The result row: (to_insert, duplicate, conflicting) as bigints, before the
+// conflicts the insert itself met (append.cpp adds those).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/assignment.hpp"
+
+namespace pg_idempotent::core {
+
+struct AppendSpec {
+    std::string target;                        // qualified, quoted
+    std::string source_sql;                    // a SELECT (relation) or the caller's query
+    std::vector<AssignmentTarget> keys;        // key columns (also in insert_columns)
+    std::vector<std::string> key_eq;           // equality operator per key
+    std::vector<AssignmentTarget> insert_columns;   // what an insert writes
+    std::vector<AssignmentTarget> compare_columns;  // what "the same event" compares (no key)
+    std::string target_literal;                // the target's name as a literal, for messages
+    bool keep_first = false;                   // on_conflict => 'keep_first'
+    bool check_nulls = true;
+    bool stable_source = false;                // a table: read in every step, not copied
+    bool arbiter = false;                      // a unique index on exactly the key: ON CONFLICT
+    // within: the target's partition key (quoted) and its type; the window is
+    // $2 (an interval) either side of the batch's own values.
+    std::optional<AssignmentTarget> window_column;
+};
+
+// $1 is the target's OID (regclass), $2 the window's interval (with
+// window_column).
+std::string build_append_sql(const AppendSpec& spec);
+
+}  // namespace pg_idempotent::core

@@ -1,0 +1,70 @@
+// The batch a bulk writing function reads (merge, append): a relation or the
+// caller's query, its columns, and the key it is matched on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/assignment.hpp"
+#include "pg/catalog.hpp"
+
+namespace pg_idempotent {
+
+struct BatchSource {
+    std::optional<std::uint32_t> relation;  // f(target, source regclass)
+    std::optional<std::string> query;       // f_query(target, query text)
+};
+
+// The source as the function reads it: its columns, by distinct names, and
+// the SELECT that yields them.
+struct SourceShape {
+    std::optional<pg::Relation> relation;  // when the source is a relation
+    std::vector<pg::Column> columns;
+    std::string sql;
+    // A table or materialized view reads the same in every scan of one
+    // statement; a view, a foreign table or a query may not (volatile
+    // functions, a remote server).
+    bool stable() const;
+};
+
+// 42809 for a source that is not a table, view, materialized view or foreign
+// table; 42701 for two columns of one name. function names the caller in
+// messages ("idem.merge").
+SourceShape describe_source(const BatchSource& source, const std::string& function);
+
+const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::string& name);
+
+// The key: the given columns (checked: named once, present in the target),
+// or the target's primary key; 55000 when there is neither (with hint).
+std::vector<std::string> resolve_key(const pg::Relation& target, const std::optional<std::vector<std::string>>& key,
+                                     const std::vector<pg::UniqueIndex>& indexes, const std::string& function,
+                                     const std::string& hint);
+
+// Whether a usable unique index covers exactly the key columns.
+bool has_unique_index_on(const std::vector<std::string>& key, const std::vector<pg::UniqueIndex>& indexes);
+
+// Whether the source relation is a table whose key columns are NOT NULL, of
+// the target's types, with a usable unique index on exactly the key: its
+// NULL and duplicate checks cannot fail.
+bool source_unique_on_key(const SourceShape& src, const std::vector<std::string>& key, const pg::Relation& target);
+
+// Which source columns an insert writes, and what to say about the others.
+struct InsertColumnRules {
+    std::string function;                 // "idem.merge", for messages
+    std::optional<std::string> skip;      // a source column never written (merge's delete flag)
+    bool ignore_extra = false;            // source columns the target lacks are left out
+    std::string extra_detail;             // else 42703, with this DETAIL and HINT
+    std::string extra_hint;
+    bool override_identity = false;       // GENERATED ALWAYS identity columns may be written
+    std::string identity_hint;            // else 428C9 with this HINT
+};
+
+// What an insert writes: every source column the target has (generated
+// columns never), as the target converts it; 42804 for a column without an
+// assignment cast.
+std::vector<core::AssignmentTarget> insert_columns(const SourceShape& src, const pg::Relation& target,
+                                                   const InsertColumnRules& rules);
+
+}  // namespace pg_idempotent

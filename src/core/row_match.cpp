@@ -1,0 +1,83 @@
+#include "core/row_match.hpp"
+
+#include "core/sql_text.hpp"
+
+namespace pg_idempotent::core {
+
+std::string keys_match(const std::vector<AssignmentTarget>& keys, const std::vector<std::string>& key_eq,
+                       const std::string& a, const std::string& b)
+{
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        parts.push_back(a + "." + keys[i].name + " " + key_eq[i] + " " + b + "." + keys[i].name);
+    return join(parts, " AND ");
+}
+
+std::string key_list(const std::vector<AssignmentTarget>& keys, const std::string& alias)
+{
+    std::vector<std::string> parts;
+    for (const auto& k : keys)
+        parts.push_back(alias.empty() ? k.name : alias + "." + k.name);
+    return join(parts);
+}
+
+// record_image_eq is the image comparison behind `*=`: it decides exactly
+// what equal v1 digests decide (the digest hashes these images), without
+// hashing, and the types match by construction (b is the target's row).
+std::string images_equal(const std::vector<AssignmentTarget>& cols, const std::string& a, const std::string& b,
+                         bool cast_a)
+{
+    std::vector<std::string> left;
+    std::vector<std::string> right;
+    for (const auto& c : cols) {
+        const std::string ref = a + "." + c.name;
+        left.push_back(cast_a ? cast_to_target(ref, c) : ref);
+        right.push_back(b + "." + c.name);
+    }
+    return "pg_catalog.record_image_eq(ROW(" + join(left) + "), ROW(" + join(right) + "))";
+}
+
+std::string row_digest(const std::vector<AssignmentTarget>& cols, const std::string& alias, bool cast)
+{
+    std::vector<std::string> parts;
+    for (const auto& c : cols) {
+        const std::string ref = alias + "." + c.name;
+        parts.push_back(cast ? cast_to_target(ref, c) : ref);
+    }
+    // ROW() of one column is still a row; of none, the empty row.
+    return "idem._row_digest(ROW(" + join(parts) + "))";
+}
+
+std::string key_text(const std::vector<AssignmentTarget>& keys, const std::string& alias)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+    for (const auto& k : keys) {
+        names.push_back(k.name_literal);
+        values.push_back("COALESCE(" + alias + "." + k.name + "::pg_catalog.text, 'NULL')");
+    }
+    return "pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', " + join(names) +
+           "), pg_catalog.concat_ws(', ', " + join(values) + "))";
+}
+
+std::string count_where(const std::string& from, const std::string& where)
+{
+    return "(SELECT pg_catalog.count(*) FROM " + from + (where.empty() ? "" : " WHERE " + where) + ")";
+}
+
+std::string null_key_checks(const std::vector<AssignmentTarget>& keys)
+{
+    std::string c;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const std::string n = "st.null_" + std::to_string(i);
+        c += " WHEN " + n +
+             " OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format("
+             "'null value in key column %s of the source', pg_catalog.quote_ident(" +
+             keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " + n +
+             ", pg_catalog.quote_ident(" + keys[i].name_literal +
+             ")), 'Every key column of every source row must have a value.')\n";
+    }
+    return c;
+}
+
+}  // namespace pg_idempotent::core

@@ -1,0 +1,133 @@
+// build_append_sql: the steps of idem.append's statement and what each
+// option adds. The server-side behaviour is in sql/append.sql and
+// test/specs/append_concurrent.spec.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "append/append_sql.hpp"
+
+namespace {
+
+using pg_idempotent::core::AppendSpec;
+using pg_idempotent::core::AssignmentTarget;
+using pg_idempotent::core::build_append_sql;
+
+AssignmentTarget col(const std::string& name, const std::string& type = "bigint")
+{
+    return AssignmentTarget{name, type, "'" + name + "'"};
+}
+
+// Events keyed by id; kind compared, received_at excluded.
+AppendSpec events()
+{
+    AppendSpec s;
+    s.target = "public.ev";
+    s.source_sql = "SELECT id, kind, received_at FROM public.batch";
+    s.keys = {col("id")};
+    s.key_eq = {"OPERATOR(pg_catalog.=)"};
+    s.insert_columns = {col("id"), col("kind", "pg_catalog.text"), col("received_at", "pg_catalog.timestamptz")};
+    s.compare_columns = {col("kind", "pg_catalog.text")};
+    s.target_literal = "'public.ev'";
+    return s;
+}
+
+bool has(const std::string& sql, const std::string& part)
+{
+    return sql.find(part) != std::string::npos;
+}
+
+TEST(AppendSql, EveryStepInOrder)
+{
+    const std::string sql = build_append_sql(events());
+    std::size_t at = 0;
+    for (const char* cte : {"src", "stats", "tops", "dups", "checks", "dedup", "plan", "checks2", "tally", "ins"}) {
+        const std::size_t next = sql.find(std::string("\n") + cte + " AS ", at);
+        ASSERT_NE(next, std::string::npos) << cte;
+        at = next;
+    }
+    EXPECT_FALSE(has(sql, "\nwin AS"));
+}
+
+// "The same event": the compared columns' images, the key never, the
+// excluded columns never.
+TEST(AppendSql, SameEventComparesOnlyTheComparedColumns)
+{
+    const std::string sql = build_append_sql(events());
+    EXPECT_TRUE(has(sql, "WHEN pg_catalog.record_image_eq(ROW(CAST(d.kind AS pg_catalog.text)), ROW(t.kind)) THEN 2"));
+    EXPECT_TRUE(has(sql, "pg_catalog.count(DISTINCT idem._row_digest(ROW(CAST(src.kind AS pg_catalog.text))))"));
+    EXPECT_FALSE(has(sql, "received_at AS pg_catalog.timestamptz"));
+}
+
+// A replay copies nothing: the events already there are left out of plan.
+TEST(AppendSql, DuplicatesAreCountedNotKept)
+{
+    const std::string sql = build_append_sql(events());
+    EXPECT_TRUE(has(sql, "OFFSET 0) AS x WHERE x.\"idem$action\" OPERATOR(pg_catalog.<>) 2)"));
+    EXPECT_TRUE(has(sql, "((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) ta.to_insert OPERATOR(pg_catalog.-) "
+                         "ta.conflicting)::pg_catalog.int8"));
+}
+
+TEST(AppendSql, OtherContentRaisesUnlessKeepFirst)
+{
+    AppendSpec s = events();
+    EXPECT_TRUE(has(build_append_sql(s), "idem._raise('ID005', 'an event came back with different content'"));
+    s.keep_first = true;
+    EXPECT_TRUE(has(build_append_sql(s), "checks2 AS MATERIALIZED (SELECT true AS ok)"));
+    // Within the batch, differing events under one key are an error either way.
+    EXPECT_TRUE(has(build_append_sql(s), "'events with the same key differ within the batch'"));
+}
+
+// With a unique index on the key, a key a concurrent writer inserted
+// meanwhile is counted, never updated; without one, a plain INSERT.
+TEST(AppendSql, OnConflictOnlyWithAnArbiterAndNeverUpdates)
+{
+    AppendSpec s = events();
+    EXPECT_FALSE(has(build_append_sql(s), "ON CONFLICT"));
+    s.arbiter = true;
+    EXPECT_TRUE(has(build_append_sql(s),
+                    "ON CONFLICT (id) DO UPDATE SET id = t.id WHERE idem._count_conflict($1::pg_catalog.regclass, "
+                    "pg_catalog.record_image_eq(ROW(EXCLUDED.kind), ROW(t.kind)), false)"));
+}
+
+// within: the target is read between the batch's own partition key values
+// less and plus the interval ($2), so the executor skips other partitions.
+TEST(AppendSql, WithinReadsTheWindowOnly)
+{
+    AppendSpec s = events();
+    s.window_column = col("day", "pg_catalog.date");
+    const std::string sql = build_append_sql(s);
+    EXPECT_TRUE(has(sql, "win AS MATERIALIZED (SELECT CAST(pg_catalog.min(src.day) OPERATOR(pg_catalog.-) "
+                         "$2::pg_catalog.interval AS pg_catalog.date) AS lo, CAST(pg_catalog.max(src.day) "
+                         "OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS pg_catalog.date) AS hi FROM src)"));
+    EXPECT_TRUE(has(sql, "AND t.day OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND t.day OPERATOR(pg_catalog.<=) "
+                         "(SELECT hi FROM win)"));
+}
+
+TEST(AppendSql, ATableSourceIsReadNotCopied)
+{
+    AppendSpec s = events();
+    EXPECT_TRUE(has(build_append_sql(s), "WITH\nsrc AS MATERIALIZED (SELECT CAST(s.id AS bigint) AS id, s.kind"));
+    s.stable_source = true;
+    EXPECT_TRUE(has(build_append_sql(s), "WITH\nsrc AS NOT MATERIALIZED ("));
+    s.check_nulls = false;
+    EXPECT_FALSE(has(build_append_sql(s), "null_0"));
+}
+
+// Every operator is schema-qualified: a planted operator on the caller's
+// search_path is never picked.
+TEST(AppendSql, EveryOperatorIsSchemaQualified)
+{
+    AppendSpec s = events();
+    s.window_column = col("day", "pg_catalog.date");
+    s.arbiter = true;
+    std::string sql = build_append_sql(s);
+    // (the one " = " that is no operator: the assignment ON CONFLICT never runs)
+    const std::string set = "SET id = t.id";
+    ASSERT_TRUE(has(sql, set));
+    sql.erase(sql.find(set), set.size());
+    for (const char* bare : {" = ", " > ", " < ", " >= ", " <= ", " <> ", " + ", " - "})
+        EXPECT_FALSE(has(sql, bare)) << bare;
+}
+
+}  // namespace
