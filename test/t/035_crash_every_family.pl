@@ -119,17 +119,17 @@ CREATE TRIGGER stores_pause AFTER INSERT OR UPDATE OR DELETE ON stores
 
 -- append: an event log partitioned by day without a global unique index
 -- (appends take turns), half of the batch already there.
-CREATE TABLE events (event_id bigint NOT NULL, day date NOT NULL, kind text, received_at timestamptz)
+CREATE TABLE app_log (event_id bigint NOT NULL, day date NOT NULL, kind text, received_at timestamptz)
   PARTITION BY RANGE (day);
-CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM ('2024-07-06') TO ('2024-07-07');
-CREATE TABLE events_2 PARTITION OF events FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
-CREATE INDEX ON events (event_id);
-INSERT INTO events SELECT g, '2024-07-06', 'k' || g % 3, '2024-07-06 12:00+00' FROM generate_series(1, 20) g;
-CREATE TABLE events_batch (event_id bigint, day date, kind text, received_at timestamptz);
-INSERT INTO events_batch SELECT g, CASE WHEN g <= 20 THEN '2024-07-06' ELSE '2024-07-07' END::date, 'k' || g % 3,
+CREATE TABLE app_log_1 PARTITION OF app_log FOR VALUES FROM ('2024-07-06') TO ('2024-07-07');
+CREATE TABLE app_log_2 PARTITION OF app_log FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+CREATE INDEX ON app_log (event_id);
+INSERT INTO app_log SELECT g, '2024-07-06', 'k' || g % 3, '2024-07-06 12:00+00' FROM generate_series(1, 20) g;
+CREATE TABLE app_batch (event_id bigint, day date, kind text, received_at timestamptz);
+INSERT INTO app_batch SELECT g, CASE WHEN g <= 20 THEN '2024-07-06' ELSE '2024-07-07' END::date, 'k' || g % 3,
                                 '2024-07-07 09:00+00' FROM generate_series(11, 40) g;
-CREATE TRIGGER events_pause AFTER INSERT ON events
-  FOR EACH ROW EXECUTE FUNCTION crash_pause_trigger('events');
+CREATE TRIGGER app_pause AFTER INSERT ON app_log
+  FOR EACH ROW EXECUTE FUNCTION crash_pause_trigger('app_log');
 
 -- overwrite: a plain table (replace_where) and a partitioned one
 -- (overwrite_partition, mode rewrite).
@@ -385,12 +385,12 @@ SQL
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
-family('append', <<'SQL', 'events_2 idem.run_log', 'immediate',
-SELECT * FROM idem.append('events', 'events_batch', key => '{event_id}', exclude_columns => '{received_at}',
+family('append', <<'SQL', 'app_log app_log_2 idem.run_log', 'immediate',
+SELECT * FROM idem.append('app_log', 'app_batch', key => '{event_id}', exclude_columns => '{received_at}',
                           within => '2 days');
 SQL
 	{ point => 'running', where => 'append, in a trigger', how => 'kill -9',
-	  pause => 'events', statement => '%idem.append(%', writes => 'events_2' },
+	  pause => 'app_log', statement => '%idem.append(%', writes => 'app_log_2' },
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
