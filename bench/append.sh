@@ -59,10 +59,10 @@ SELECT format('CREATE TABLE ev_log_%s PARTITION OF ev_log FOR VALUES FROM (%L) T
               d, date '2026-01-01' + d - 1, date '2026-01-01' + d)
   FROM generate_series(1, 20) d \gexec
 CREATE INDEX ON ev_log (id);
-INSERT INTO ev_log SELECT g, date '2026-01-01' + ((g - 1) / $append_per_day)::int, at, kind, payload, amount, n
+INSERT INTO ev_log SELECT id, date '2026-01-01' + ((id - 1) / $append_per_day)::int, at, kind, payload, amount, n
   FROM (SELECT $event_cols FROM generate_series(1::bigint, $append_n) g) e;
 CREATE TABLE ev_log_batch (LIKE ev_log) WITH (autovacuum_enabled = off);
-INSERT INTO ev_log_batch SELECT g, date '2026-01-01' + 10 + ((g - $append_half - 1) / $append_per_day)::int, at, kind, payload, amount, n
+INSERT INTO ev_log_batch SELECT id, date '2026-01-01' + 10 + ((id - $append_half - 1) / $append_per_day)::int, at, kind, payload, amount, n
   FROM (SELECT $event_cols FROM generate_series($((append_half + 1))::bigint, $((append_n + append_half))) g) e;
 VACUUM ANALYZE ev_log;
 VACUUM ANALYZE ev_log_batch;

@@ -29,13 +29,18 @@ bool is_key(const AppendSpec& s, const AssignmentTarget& c)
 
 // src: keys cast to the target's types, so that they compare the way the
 // target's index does; a table is read by each step (merge_sql.cpp's src).
-std::string src_cte(const AppendSpec& s)
+std::string src_select(const AppendSpec& s)
 {
     std::vector<std::string> cols;
     for (const auto& c : s.insert_columns)
         cols.push_back(is_key(s, c) ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
-    return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " +
-           join(cols) + " FROM (" + s.source_sql + "\n) AS s)";
+    return "SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s";
+}
+
+std::string src_cte(const AppendSpec& s)
+{
+    return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (" + src_select(s) +
+           ")";
 }
 
 std::string stats_cte(const AppendSpec& s)
@@ -61,21 +66,22 @@ std::string tops_cte(const AppendSpec& s)
 std::string dups_cte(const AppendSpec& s)
 {
     const std::string k = key_list(s.keys, "src");
-    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s.keys, s.key_eq, "src", "tops") +
-           " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " + row_digest(s.compare_columns, "src", true) + ") " +
-           kGt + " 1)";
+    return "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " +
+           keys_match(s.keys, s.key_eq, "src", "tops") + " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " +
+           row_digest(s.compare_columns, "src", true) + ") " + kGt + " 1)";
 }
 
 std::string checks_cte(const AppendSpec& s)
 {
     std::string whens = s.check_nulls ? null_key_checks(s.keys) : std::string();
-    whens += " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('ID005', "
-             "'events with the same key differ within the batch', pg_catalog.format('Key %s appears more than once "
-             "with different content; keys like it in the batch: %s.', " +
-             key_text(s.keys, "d") +
-             ", (SELECT pg_catalog.count(*) FROM dups)), 'A key names one event: find out why the source "
-             "repeats it with other content, or name columns that differ by nature in exclude_columns.') FROM "
-             "dups d LIMIT 1)\n";
+    whens +=
+        " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('ID005', "
+        "'events with the same key differ within the batch', pg_catalog.format('Key %s appears more than once "
+        "with different content; keys like it in the batch: %s.', " +
+        key_text(s.keys, "d") +
+        ", (SELECT pg_catalog.count(*) FROM dups)), 'A key names one event: find out why the source "
+        "repeats it with other content, or name columns that differ by nature in exclude_columns.') FROM "
+        "dups d LIMIT 1)\n";
     return "checks AS MATERIALIZED (SELECT CASE\n" + whens + " ELSE true END AS ok FROM stats st)";
 }
 
@@ -89,8 +95,8 @@ std::string dedup_cte(const AppendSpec& s)
     const std::string some = "EXISTS (SELECT FROM tops)";
     return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + " AND NOT " + some +
            "\n UNION ALL SELECT * FROM src WHERE " + ok + " AND " + some + " AND NOT " + repeated +
-           "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE " + ok + " AND " + some + " AND " +
-           repeated + " ORDER BY " + k + "))";
+           "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE " + ok + " AND " + some + " AND " + repeated +
+           " ORDER BY " + k + "))";
 }
 
 // win: the partition key values the batch could repeat, the batch's own
@@ -104,11 +110,11 @@ std::string win_cte(const AppendSpec& s)
            ") OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS " + w.type + ") AS hi FROM src)";
 }
 
-std::string window_filter(const AppendSpec& s)
+std::string window_filter(const AppendSpec& s, const std::string& alias = "t")
 {
     if (!s.window_column)
         return {};
-    const std::string t = "t." + s.window_column->name;
+    const std::string t = alias + "." + s.window_column->name;
     return " AND " + t + " OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND " + t +
            " OPERATOR(pg_catalog.<=) (SELECT hi FROM win)";
 }
@@ -119,9 +125,10 @@ std::string plan_cte(const AppendSpec& s)
 {
     return "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE WHEN t." + s.keys[0].name + " IS NULL THEN " +
            std::to_string(kNew) + " WHEN " + images_equal(s.compare_columns, "d", "t") + " THEN " +
-           std::to_string(kSame) + " ELSE " + std::to_string(kOther) + " END AS " + kAction + "\n FROM dedup d LEFT JOIN " +
-           s.target + " AS t ON " + keys_match(s.keys, s.key_eq, "t", "d") + window_filter(s) + "\n OFFSET 0) AS x WHERE " +
-           "x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kSame) + ")";
+           std::to_string(kSame) + " ELSE " + std::to_string(kOther) + " END AS " + kAction +
+           "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s.keys, s.key_eq, "t", "d") +
+           window_filter(s) + "\n OFFSET 0) AS x WHERE " + "x." + kAction + " OPERATOR(pg_catalog.<>) " +
+           std::to_string(kSame) + ")";
 }
 
 std::string checks2_cte(const AppendSpec& s)
@@ -168,17 +175,49 @@ std::string ins_cte(const AppendSpec& s)
 
 }  // namespace
 
+bool fast_append_applies(const AppendSpec& s)
+{
+    return s.arbiter && (!s.window_column || s.stable_source);
+}
+
+std::string build_fast_append_sql(const AppendSpec& s)
+{
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+    for (const auto& c : s.insert_columns) {
+        names.push_back(c.name);
+        values.push_back("s." + c.name);
+    }
+    std::vector<std::string> not_null;
+    for (const auto& k : s.keys)
+        not_null.push_back("s." + k.name + " IS NOT NULL");
+    const std::string nulls =
+        s.check_nulls ? "(" + join(not_null, " AND ") + ") OR idem._raise('23502', 'null key in an append', NULL, NULL)"
+                      : std::string("true");
+    const std::string tally = "idem._count_conflict($1::pg_catalog.regclass, ";
+    std::string window;
+    std::string with;
+    if (s.window_column) {
+        with = "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + win_cte(s) + "\n";
+        window = window_filter(s, "e");
+    }
+    const std::string from = s.window_column ? "src AS s" : "(" + src_select(s) + ") AS s";
+    return with + "INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) + " FROM " + from +
+           " LEFT JOIN " + s.target + " AS e ON " + keys_match(s.keys, s.key_eq, "e", "s") + window + "\n WHERE (" +
+           nulls + ") AND (e." + s.keys[0].name + " IS NULL OR " + tally + images_equal(s.compare_columns, "s", "e") +
+           ", false))";
+}
+
 std::string build_append_sql(const AppendSpec& s)
 {
-    std::vector<std::string> ctes = {src_cte(s),    stats_cte(s), tops_cte(s), dups_cte(s),
-                                     checks_cte(s), dedup_cte(s)};
+    std::vector<std::string> ctes = {src_cte(s), stats_cte(s), tops_cte(s), dups_cte(s), checks_cte(s), dedup_cte(s)};
     if (s.window_column)
         ctes.push_back(win_cte(s));
     for (auto& cte : {plan_cte(s), checks2_cte(s), tally_cte(), ins_cte(s)})
         ctes.push_back(cte);
-    return "WITH\n" + join(ctes, ",\n") +
-           "\nSELECT ta.to_insert::pg_catalog.int8,\n ((SELECT st.n FROM stats st) " + kMinus + " ta.to_insert " +
-           kMinus + " ta.conflicting)::pg_catalog.int8,\n ta.conflicting::pg_catalog.int8\n FROM checks, checks2, tally ta";
+    return "WITH\n" + join(ctes, ",\n") + "\nSELECT ta.to_insert::pg_catalog.int8,\n ((SELECT st.n FROM stats st) " +
+           kMinus + " ta.to_insert " + kMinus +
+           " ta.conflicting)::pg_catalog.int8,\n ta.conflicting::pg_catalog.int8\n FROM checks, checks2, tally ta";
 }
 
 }  // namespace pg_idempotent::core

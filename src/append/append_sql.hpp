@@ -28,17 +28,17 @@
 namespace pg_idempotent::core {
 
 struct AppendSpec {
-    std::string target;                        // qualified, quoted
-    std::string source_sql;                    // a SELECT (relation) or the caller's query
-    std::vector<AssignmentTarget> keys;        // key columns (also in insert_columns)
-    std::vector<std::string> key_eq;           // equality operator per key
+    std::string target;                             // qualified, quoted
+    std::string source_sql;                         // a SELECT (relation) or the caller's query
+    std::vector<AssignmentTarget> keys;             // key columns (also in insert_columns)
+    std::vector<std::string> key_eq;                // equality operator per key
     std::vector<AssignmentTarget> insert_columns;   // what an insert writes
     std::vector<AssignmentTarget> compare_columns;  // what "the same event" compares (no key)
-    std::string target_literal;                // the target's name as a literal, for messages
-    bool keep_first = false;                   // on_conflict => 'keep_first'
+    std::string target_literal;                     // the target's name as a literal, for messages
+    bool keep_first = false;                        // on_conflict => 'keep_first'
     bool check_nulls = true;
-    bool stable_source = false;                // a table: read in every step, not copied
-    bool arbiter = false;                      // a unique index on exactly the key: ON CONFLICT
+    bool stable_source = false;  // a table: read in every step, not copied
+    bool arbiter = false;        // a unique index on exactly the key: ON CONFLICT
     // within: the target's partition key (quoted) and its type; the window is
     // $2 (an interval) either side of the batch's own values.
     std::optional<AssignmentTarget> window_column;
@@ -47,5 +47,18 @@ struct AppendSpec {
 // $1 is the target's OID (regclass), $2 the window's interval (with
 // window_column).
 std::string build_append_sql(const AppendSpec& spec);
+
+// With a unique index on the key, the append is one INSERT ... SELECT with
+// no CTE and no ON CONFLICT: the source joined to the target, each key
+// already there counted by idem._count_conflict (the same event or another)
+// in the WHERE and left out, the others inserted. The rows it inserted, and
+// the conflicts counted, are the counts. It raises 23502 for a NULL key and
+// 23505 for a new key the batch repeats or a concurrent writer inserted
+// meanwhile (the unique index); for those, and for an event with other
+// content when that is an error, the caller rolls it back and runs
+// build_append_sql, which explains or counts them. A window reads the
+// source twice: only for a table source.
+bool fast_append_applies(const AppendSpec& spec);
+std::string build_fast_append_sql(const AppendSpec& spec);
 
 }  // namespace pg_idempotent::core

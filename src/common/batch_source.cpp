@@ -23,6 +23,14 @@ const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::st
     return nullptr;
 }
 
+void require_target_column(const pg::Relation& target, const std::string& column, const std::string& named_in)
+{
+    if (find_column(target.columns, column) == nullptr)
+        throw UserError(sqlstate::kUndefinedColumn,
+                        "column \"" + column + "\" of relation \"" + target.display + "\" does not exist",
+                        "It was named in " + named_in + ".", "Column names are matched exactly, case included.");
+}
+
 SourceShape describe_source(const BatchSource& source, const std::string& function)
 {
     SourceShape shape;
@@ -31,8 +39,7 @@ SourceShape describe_source(const BatchSource& source, const std::string& functi
         const pg::Relation& rel = *shape.relation;
         if (std::string("rpvmf").find(rel.kind) == std::string::npos)
             throw UserError(sqlstate::kWrongObjectType, "\"" + rel.display + "\" is not a table or view",
-                            "The source of " + function +
-                                " is a table, view, materialized view or foreign table.");
+                            "The source of " + function + " is a table, view, materialized view or foreign table.");
         shape.columns = rel.columns;
         std::vector<std::string> quoted;
         for (const auto& c : shape.columns)

@@ -36,6 +36,11 @@ SourceShape describe_source(const BatchSource& source, const std::string& functi
 
 const pg::Column* find_column(const std::vector<pg::Column>& cols, const std::string& name);
 
+// 42703 unless the target has the column (named by the caller in the
+// argument named_in, e.g. exclude_columns: a name the target lacks is a
+// typo, as in idem.checksum's exclude_columns).
+void require_target_column(const pg::Relation& target, const std::string& column, const std::string& named_in);
+
 // The key: the given columns (checked: named once, present in the target),
 // or the target's primary key; 55000 when there is neither (with hint).
 std::vector<std::string> resolve_key(const pg::Relation& target, const std::optional<std::vector<std::string>>& key,
@@ -52,13 +57,13 @@ bool source_unique_on_key(const SourceShape& src, const std::vector<std::string>
 
 // Which source columns an insert writes, and what to say about the others.
 struct InsertColumnRules {
-    std::string function;                 // "idem.merge", for messages
-    std::optional<std::string> skip;      // a source column never written (merge's delete flag)
-    bool ignore_extra = false;            // source columns the target lacks are left out
-    std::string extra_detail;             // else 42703, with this DETAIL and HINT
+    std::string function;             // "idem.merge", for messages
+    std::optional<std::string> skip;  // a source column never written (merge's delete flag)
+    bool ignore_extra = false;        // source columns the target lacks are left out
+    std::string extra_detail;         // else 42703, with this DETAIL and HINT
     std::string extra_hint;
-    bool override_identity = false;       // GENERATED ALWAYS identity columns may be written
-    std::string identity_hint;            // else 428C9 with this HINT
+    bool override_identity = false;  // GENERATED ALWAYS identity columns may be written
+    std::string identity_hint;       // else 428C9 with this HINT
 };
 
 // What an insert writes: every source column the target has (generated

@@ -172,10 +172,7 @@ std::set<std::string> check_exclude_columns(const pg::Relation& target, const Me
     // Named and checked as idem.checksum's exclude_columns are: a name the
     // target lacks is a typo and fails, a name given twice is harmless.
     for (const auto& c : *options.exclude_columns) {
-        if (find_column(target.columns, c) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + c + "\" of relation \"" + target.display + "\" does not exist",
-                            "It was named in exclude_columns.", "Column names are matched exactly, case included.");
+        require_target_column(target, c, "exclude_columns");
         if (std::find(key.begin(), key.end(), c) != key.end())
             throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in exclude_columns",
                             "An insert writes every key column and an update never writes one, so a key cannot "

@@ -64,8 +64,9 @@ TEST(AppendSql, DuplicatesAreCountedNotKept)
 {
     const std::string sql = build_append_sql(events());
     EXPECT_TRUE(has(sql, "OFFSET 0) AS x WHERE x.\"idem$action\" OPERATOR(pg_catalog.<>) 2)"));
-    EXPECT_TRUE(has(sql, "((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) ta.to_insert OPERATOR(pg_catalog.-) "
-                         "ta.conflicting)::pg_catalog.int8"));
+    EXPECT_TRUE(has(sql,
+                    "((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) ta.to_insert OPERATOR(pg_catalog.-) "
+                    "ta.conflicting)::pg_catalog.int8"));
 }
 
 TEST(AppendSql, OtherContentRaisesUnlessKeepFirst)
@@ -97,11 +98,13 @@ TEST(AppendSql, WithinReadsTheWindowOnly)
     AppendSpec s = events();
     s.window_column = col("day", "pg_catalog.date");
     const std::string sql = build_append_sql(s);
-    EXPECT_TRUE(has(sql, "win AS MATERIALIZED (SELECT CAST(pg_catalog.min(src.day) OPERATOR(pg_catalog.-) "
-                         "$2::pg_catalog.interval AS pg_catalog.date) AS lo, CAST(pg_catalog.max(src.day) "
-                         "OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS pg_catalog.date) AS hi FROM src)"));
-    EXPECT_TRUE(has(sql, "AND t.day OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND t.day OPERATOR(pg_catalog.<=) "
-                         "(SELECT hi FROM win)"));
+    EXPECT_TRUE(has(sql,
+                    "win AS MATERIALIZED (SELECT CAST(pg_catalog.min(src.day) OPERATOR(pg_catalog.-) "
+                    "$2::pg_catalog.interval AS pg_catalog.date) AS lo, CAST(pg_catalog.max(src.day) "
+                    "OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS pg_catalog.date) AS hi FROM src)"));
+    EXPECT_TRUE(has(sql,
+                    "AND t.day OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND t.day OPERATOR(pg_catalog.<=) "
+                    "(SELECT hi FROM win)"));
 }
 
 TEST(AppendSql, ATableSourceIsReadNotCopied)
@@ -128,6 +131,33 @@ TEST(AppendSql, EveryOperatorIsSchemaQualified)
     sql.erase(sql.find(set), set.size());
     for (const char* bare : {" = ", " > ", " < ", " >= ", " <= ", " <> ", " + ", " - "})
         EXPECT_FALSE(has(sql, bare)) << bare;
+}
+
+}  // namespace
+
+namespace {
+
+// With a unique index on the key: one INSERT ... SELECT, no CTE, no ON
+// CONFLICT; keys already there are counted in the WHERE and left out.
+TEST(AppendSql, OneInsertWithAUniqueIndex)
+{
+    AppendSpec s = events();
+    EXPECT_FALSE(pg_idempotent::core::fast_append_applies(s));
+    s.arbiter = true;
+    EXPECT_TRUE(pg_idempotent::core::fast_append_applies(s));
+    EXPECT_EQ(pg_idempotent::core::build_fast_append_sql(s),
+              "INSERT INTO public.ev AS t (id, kind, received_at)\n SELECT s.id, s.kind, s.received_at FROM (SELECT "
+              "CAST(s.id AS bigint) AS id, s.kind, s.received_at FROM (SELECT id, kind, received_at FROM "
+              "public.batch\n) AS s) AS s LEFT JOIN public.ev AS e ON e.id OPERATOR(pg_catalog.=) s.id\n WHERE "
+              "((s.id IS NOT NULL) OR idem._raise('23502', 'null key in an append', NULL, NULL)) AND (e.id IS NULL "
+              "OR idem._count_conflict($1::pg_catalog.regclass, pg_catalog.record_image_eq(ROW(CAST(s.kind AS "
+              "pg_catalog.text)), ROW(e.kind)), false))");
+    // A window reads the source twice: a table source only.
+    s.window_column = col("day", "pg_catalog.date");
+    EXPECT_FALSE(pg_idempotent::core::fast_append_applies(s));
+    s.stable_source = true;
+    EXPECT_TRUE(pg_idempotent::core::fast_append_applies(s));
+    EXPECT_EQ(pg_idempotent::core::build_fast_append_sql(s).rfind("WITH src AS NOT MATERIALIZED (SELECT ", 0), 0u);
 }
 
 }  // namespace
