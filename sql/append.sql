@@ -111,6 +111,23 @@ SELECT relname, seq_scan + coalesce(idx_scan, 0) > 0 AS read FROM pg_stat_xact_u
  WHERE relname LIKE 'a\_log\_0%' ORDER BY relname;
 ROLLBACK;
 
+-- A batch unique on the key (a primary key on the batch table): no NULL or
+-- duplicate check, and the append is one INSERT even into the log without
+-- a unique index (the batch cannot repeat a key; appends take turns).
+CREATE TABLE a_log_pk_batch (event_id bigint PRIMARY KEY, day date NOT NULL, kind text, received_at timestamptz);
+INSERT INTO a_log_pk_batch VALUES (7, '2026-01-02', 'k7', now()), (9, '2026-01-03', 'k9', now()),
+                                  (6, '2026-01-03', 'k6', now());
+SELECT * FROM idem.append('a_log', 'a_log_pk_batch', key => '{event_id}', exclude_columns => '{received_at,day}',
+                          within => '1 day');
+SELECT * FROM append_replay('a_log', $$SELECT * FROM idem.append('a_log', 'a_log_pk_batch', key => '{event_id}',
+                            exclude_columns => '{received_at,day}', within => '1 day')$$);
+UPDATE a_log_pk_batch SET kind = 'changed' WHERE event_id = 9;
+SELECT show_error($$SELECT * FROM idem.append('a_log', 'a_log_pk_batch', key => '{event_id}',
+                  exclude_columns => '{received_at,day}', within => '1 day')$$);
+SELECT * FROM idem.append('a_log', 'a_log_pk_batch', key => '{event_id}', exclude_columns => '{received_at,day}',
+                          within => '1 day', on_conflict => 'keep_first');
+SELECT event_id, day, kind FROM a_log WHERE event_id IN (6, 7, 9) ORDER BY event_id, day;
+
 -- Appends of one target without a unique index take turns; at REPEATABLE
 -- READ such an append could not see what it waited for: refused.
 BEGIN ISOLATION LEVEL REPEATABLE READ;

@@ -113,7 +113,10 @@ core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, co
         if (!is_key && excluded.count(c.name) == 0)
             spec.compare_columns.push_back(c);
     }
+    // A source table unique on the key, NOT NULL, of the target's types can
+    // hold neither a NULL key nor a key twice.
     spec.check_nulls = !source_unique_on_key(src, key, target);
+    spec.check_duplicates = spec.check_nulls;
     spec.stable_source = src.stable();
     spec.arbiter = has_unique_index_on(key, pg::unique_indexes(target.oid));
     if (options.within)

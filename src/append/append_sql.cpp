@@ -74,6 +74,9 @@ std::string dups_cte(const AppendSpec& s)
 std::string checks_cte(const AppendSpec& s)
 {
     std::string whens = s.check_nulls ? null_key_checks(s.keys) : std::string();
+    if (!s.check_duplicates)
+        return whens.empty() ? "checks AS MATERIALIZED (SELECT true AS ok)"
+                             : "checks AS MATERIALIZED (SELECT CASE\n" + whens + " ELSE true END AS ok FROM stats st)";
     whens +=
         " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('ID005', "
         "'events with the same key differ within the batch', pg_catalog.format('Key %s appears more than once "
@@ -90,6 +93,8 @@ std::string checks_cte(const AppendSpec& s)
 std::string dedup_cte(const AppendSpec& s)
 {
     const std::string ok = "(SELECT ok FROM checks)";
+    if (!s.check_duplicates)
+        return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + ")";
     const std::string k = key_list(s.keys, "");
     const std::string repeated = "EXISTS (SELECT FROM tops r WHERE " + keys_match(s.keys, s.key_eq, "r", "src") + ")";
     const std::string some = "EXISTS (SELECT FROM tops)";
@@ -177,7 +182,7 @@ std::string ins_cte(const AppendSpec& s)
 
 bool fast_append_applies(const AppendSpec& s)
 {
-    return s.arbiter && (!s.window_column || s.stable_source);
+    return (s.arbiter || !s.check_duplicates) && (!s.window_column || s.stable_source);
 }
 
 std::string build_fast_append_sql(const AppendSpec& s)
@@ -210,7 +215,13 @@ std::string build_fast_append_sql(const AppendSpec& s)
 
 std::string build_append_sql(const AppendSpec& s)
 {
-    std::vector<std::string> ctes = {src_cte(s), stats_cte(s), tops_cte(s), dups_cte(s), checks_cte(s), dedup_cte(s)};
+    std::vector<std::string> ctes = {src_cte(s), stats_cte(s)};
+    if (s.check_duplicates) {
+        ctes.push_back(tops_cte(s));
+        ctes.push_back(dups_cte(s));
+    }
+    ctes.push_back(checks_cte(s));
+    ctes.push_back(dedup_cte(s));
     if (s.window_column)
         ctes.push_back(win_cte(s));
     for (auto& cte : {plan_cte(s), checks2_cte(s), tally_cte(), ins_cte(s)})

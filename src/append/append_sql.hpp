@@ -37,8 +37,9 @@ struct AppendSpec {
     std::string target_literal;                     // the target's name as a literal, for messages
     bool keep_first = false;                        // on_conflict => 'keep_first'
     bool check_nulls = true;
-    bool stable_source = false;  // a table: read in every step, not copied
-    bool arbiter = false;        // a unique index on exactly the key: ON CONFLICT
+    bool check_duplicates = true;  // false: the source is unique on the key
+    bool stable_source = false;    // a table: read in every step, not copied
+    bool arbiter = false;          // a unique index on exactly the key: ON CONFLICT
     // within: the target's partition key (quoted) and its type; the window is
     // $2 (an interval) either side of the batch's own values.
     std::optional<AssignmentTarget> window_column;
@@ -56,8 +57,11 @@ std::string build_append_sql(const AppendSpec& spec);
 // 23505 for a new key the batch repeats or a concurrent writer inserted
 // meanwhile (the unique index); for those, and for an event with other
 // content when that is an error, the caller rolls it back and runs
-// build_append_sql, which explains or counts them. A window reads the
-// source twice: only for a table source.
+// build_append_sql, which explains or counts them. Without a unique index on
+// the target, only for a source unique on the key (nothing else would stop
+// it from inserting a key the batch repeats twice; appends take turns, so
+// no other append can). A window reads the source twice: only for a table
+// source.
 bool fast_append_applies(const AppendSpec& spec);
 std::string build_fast_append_sql(const AppendSpec& spec);
 

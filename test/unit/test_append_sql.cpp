@@ -161,3 +161,22 @@ TEST(AppendSql, OneInsertWithAUniqueIndex)
 }
 
 }  // namespace
+
+namespace {
+
+// A source unique on the key: no tops, dups or DISTINCT ON, and the one
+// INSERT applies without a unique index on the target.
+TEST(AppendSql, ASourceUniqueOnTheKeyIsNotCheckedForRepeats)
+{
+    AppendSpec s = events();
+    s.check_nulls = false;
+    s.check_duplicates = false;
+    const std::string sql = build_append_sql(s);
+    EXPECT_FALSE(has(sql, "\ntops AS"));
+    EXPECT_FALSE(has(sql, "DISTINCT ON"));
+    EXPECT_TRUE(has(sql, "checks AS MATERIALIZED (SELECT true AS ok)"));
+    EXPECT_TRUE(has(sql, "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks))"));
+    EXPECT_TRUE(pg_idempotent::core::fast_append_applies(s));
+}
+
+}  // namespace
