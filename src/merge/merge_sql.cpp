@@ -250,7 +250,10 @@ std::string plan_cte(const MergeSpec& s)
     if (s.tombstones)
         p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
              row_digest(s.keys, "d", false);
-    return p + "\n OFFSET 0) AS x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) + ")";
+    const std::string counted =
+        s.count_unchanged ? " OR idem._count_conflict($1::pg_catalog.regclass, true, false)" : std::string();
+    return p + "\n OFFSET 0) AS x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) +
+           counted + ")";
 }
 
 // checks2: a key at the target's version with different content raises.
@@ -281,6 +284,8 @@ std::string action_count(int action)
 // the source's rows less the extra rows of each repeated key.
 std::string dedup_count(const MergeSpec& s)
 {
+    if (s.count_unchanged)
+        return "0::pg_catalog.int8";  // not needed: unchanged_in_plan
     if (!s.check_duplicates)
         return count_where("dedup");
     return "((SELECT st.n FROM stats st) " + std::string(kMinus) + " (SELECT COALESCE(pg_catalog.sum(tp.\"idem$n\" " +
@@ -295,8 +300,11 @@ std::string tally_cte(const MergeSpec& s)
            action_count(kDeleteAbsent) + " AS absent FROM plan p)";
 }
 
-std::string unchanged_in_plan()
+// With count_unchanged, the keys plan left out are the caller's to add.
+std::string unchanged_in_plan(const MergeSpec& s)
 {
+    if (s.count_unchanged)
+        return "ta.absent";
     return "ta.n " + std::string(kMinus) + " ta.kept " + kPlus + " ta.absent";
 }
 
@@ -313,7 +321,7 @@ std::string dry_run_counts(const MergeSpec& s)
 {
     const std::string missing = s.delete_missing ? count_where(s.target + " AS t", missing_where(s)) : "0";
     return "SELECT ta.to_insert::pg_catalog.int8 AS inserted,\n ta.to_update::pg_catalog.int8 AS updated,\n (ta.to_delete " +
-           std::string(kPlus) + " " + missing + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan() +
+           std::string(kPlus) + " " + missing + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan(s) +
            ")::pg_catalog.int8 AS unchanged,\n ta.stale::pg_catalog.int8 AS stale\n FROM checks, checks2, tally ta";
 }
 
@@ -442,7 +450,7 @@ std::string counts(const MergeSpec& s)
                                                   : std::string();
     return "SELECT " + count_where("ins", "fresh") + "::pg_catalog.int8 AS inserted,\n (" + count_where("upd") + " " +
            kPlus + " " + count_where("ins", "NOT fresh") + ")::pg_catalog.int8 AS updated,\n (" + count_where("del") +
-           " " + kPlus + " " + count_where("miss") + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan() + " " +
+           " " + kPlus + " " + count_where("miss") + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan(s) + " " +
            kPlus + " ta.to_insert " + kMinus + " " + count_where("ins") +
            ")::pg_catalog.int8 AS unchanged,\n (ta.stale" + stale_meanwhile +
            ")::pg_catalog.int8 AS stale\n FROM checks, checks2, tomb, tally ta";

@@ -60,9 +60,14 @@ struct MergeSpec {
     std::optional<std::string> delete_scope;  // caller predicate over the target
     bool allow_empty = false;
     bool dry_run = false;
-    bool check_nulls = true;         // false when the source's key columns are NOT NULL
-    bool check_duplicates = true;    // false when the source is unique on the key
-    bool stable_source = false;      // a table: every read in one statement sees the same rows
+    bool check_nulls = true;       // false when the source's key columns are NOT NULL
+    bool check_duplicates = true;  // false when the source is unique on the key
+    bool stable_source = false;    // a table: every read in one statement sees the same rows
+    // plan counts the unchanged keys it leaves out through
+    // idem._count_conflict (the caller adds them to the result's unchanged)
+    // instead of the statement counting the source's rows once more: for a
+    // source unique on the key, whose rows nothing else counts.
+    bool count_unchanged = false;
     bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;         // version + delete_column: read and write tombstones
     bool partitioned = false;        // no xmax in RETURNING on a partitioned table

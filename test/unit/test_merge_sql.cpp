@@ -478,3 +478,28 @@ TEST(ConflictTally, CountsEachTargetsConflictsUntilReset)
     EXPECT_EQ(conflicts(2).differ, 1);
     EXPECT_EQ(conflicts(3).same, 0);  // never seen
 }
+
+namespace {
+
+// A source unique on the key: plan counts the unchanged keys it leaves out
+// (idem._count_conflict; merge.cpp adds them), instead of the statement
+// reading the source once more for its row count.
+TEST(MergeSql, AUniqueSourceCountsItsUnchangedKeysInPlan)
+{
+    MergeSpec s = plain();
+    s.check_nulls = false;
+    s.check_duplicates = false;
+    EXPECT_TRUE(has(build_merge_sql(s), "(SELECT pg_catalog.count(*) FROM dedup) AS n"));
+    s.count_unchanged = true;
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(sql,
+                    "WHERE x.\"idem$action\" OPERATOR(pg_catalog.<>) 4 OR "
+                    "idem._count_conflict($1::pg_catalog.regclass, true, false))"));
+    EXPECT_TRUE(has(sql, "tally AS MATERIALIZED (SELECT 0::pg_catalog.int8 AS n,"));
+    EXPECT_FALSE(has(sql, "FROM dedup)"));
+    EXPECT_TRUE(has(sql, " (ta.absent OPERATOR(pg_catalog.+) ta.to_insert OPERATOR(pg_catalog.-) "));
+    s.dry_run = true;
+    EXPECT_TRUE(has(build_merge_sql(s), " (ta.absent)::pg_catalog.int8 AS unchanged"));
+}
+
+}  // namespace
