@@ -226,13 +226,27 @@ static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
     return o;
 }
 
+// The target (argument 0) and the batch of merge/append and their _query
+// forms: a relation or a query (argument 1), both required. Called into a
+// variable before anything reads argument 0 or the options (an argument
+// list's order of evaluation is unspecified), so a NULL target or source is
+// reported first, as before.
+static pg_idempotent::BatchSource batch_source(FunctionCallInfo fcinfo, bool query)
+{
+    pg::require_arg(fcinfo, 0, "target");
+    pg::require_arg(fcinfo, 1, query ? "query" : "source");
+    pg_idempotent::BatchSource source;
+    if (query)
+        source.query = pg::arg_text(fcinfo, 1);
+    else
+        source.relation = pg::arg_oid(fcinfo, 1);
+    return source;
+}
+
 Datum idem_merge(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        pg::require_arg(fcinfo, 0, "target");
-        pg::require_arg(fcinfo, 1, "source");
-        pg_idempotent::MergeSource source;
-        source.relation = pg::arg_oid(fcinfo, 1);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, false);
         pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
     });
@@ -241,10 +255,7 @@ Datum idem_merge(PG_FUNCTION_ARGS)
 Datum idem_merge_query(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        pg::require_arg(fcinfo, 0, "target");
-        pg::require_arg(fcinfo, 1, "query");
-        pg_idempotent::MergeSource source;
-        source.query = pg::arg_text(fcinfo, 1);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
         pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
     });
@@ -265,10 +276,7 @@ static pg_idempotent::AppendOptions append_options(FunctionCallInfo fcinfo)
 Datum idem_append(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        pg::require_arg(fcinfo, 0, "target");
-        pg::require_arg(fcinfo, 1, "source");
-        pg_idempotent::BatchSource source;
-        source.relation = pg::arg_oid(fcinfo, 1);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, false);
         pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
         return Datum(0);
     });
@@ -277,10 +285,7 @@ Datum idem_append(PG_FUNCTION_ARGS)
 Datum idem_append_query(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        pg::require_arg(fcinfo, 0, "target");
-        pg::require_arg(fcinfo, 1, "query");
-        pg_idempotent::BatchSource source;
-        source.query = pg::arg_text(fcinfo, 1);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
         pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
         return Datum(0);
     });

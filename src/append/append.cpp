@@ -88,7 +88,8 @@ core::AssignmentTarget window_column(pg::SpiSession& spi, const pg::Relation& ta
 }
 
 core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, const SourceShape& src,
-                             const AppendOptions& options, const std::vector<std::string>& key)
+                             const AppendOptions& options, const std::vector<std::string>& key,
+                             const std::vector<pg::UniqueIndex>& indexes)
 {
     core::AppendSpec spec;
     spec.target = target.qualified;
@@ -118,7 +119,7 @@ core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, co
     spec.check_nulls = !source_unique_on_key(src, key, target);
     spec.check_duplicates = spec.check_nulls;
     spec.stable_source = src.stable();
-    spec.arbiter = has_unique_index_on(key, pg::unique_indexes(target.oid));
+    spec.arbiter = has_unique_index_on(key, indexes);
     if (options.within)
         spec.window_column = window_column(spi, target, spec);
     return spec;
@@ -260,12 +261,13 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     require_sql(SqlFeature::kConflictTally, "idem.append");
     const pg::Relation target = describe_target(target_oid);
     const SourceShape src = describe_source(source, "idem.append");
-    const std::vector<std::string> key = resolve_key(target, options.key, pg::unique_indexes(target_oid), "idem.append",
+    const auto indexes = pg::unique_indexes(target_oid);
+    const std::vector<std::string> key = resolve_key(target, options.key, indexes, "idem.append",
                                                      "Pass key => ARRAY['event_id'] naming the event's own id.");
     for (const auto& k : key)
         if (find_column(src.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
-    const core::AppendSpec spec = plan_append(spi, target, src, options, key);
+    const core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);
     lock_target(spi, target, spec.arbiter);
     const std::vector<std::int64_t> counts = run_append(spi, spec, target, options.within);
     record_append(spi, clock, target, src, counts);
