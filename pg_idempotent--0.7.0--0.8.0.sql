@@ -159,6 +159,41 @@ CREATE FUNCTION idem._count_conflict(target regclass, same boolean, may_update b
 COMMENT ON FUNCTION idem._count_conflict(regclass, boolean, boolean) IS
   'Internal (merge, append): counts a conflict of an INSERT ... ON CONFLICT into target as the same row or another, and returns whether to update it';
 
+-- The keys a batch may repeat, found in one pass (core/repeat_hashes.hpp):
+-- merge and append group by key only the rows whose key hash comes back
+-- (usually none) instead of the whole batch. _key_hash hashes a key's
+-- columns with their types' hash functions (keys equal by the type's
+-- equality hash alike); _repeat_hashes gives the hashes seen more than once,
+-- or NULL when the batch is too large or repeats too many keys to tell.
+-- Both run as the caller, on rows the caller reads; the aggregate's support
+-- functions take internal and cannot be called alone.
+CREATE FUNCTION idem._key_hash(VARIADIC "any") RETURNS bigint
+  AS 'MODULE_PATHNAME', 'idem__key_hash'
+  LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION idem._key_hash("any") IS
+  'Internal (merge, append): a 64-bit hash of a key''s columns, equal for keys equal by their types'' equality';
+
+CREATE FUNCTION idem._repeat_hashes_add(internal, VARIADIC "any") RETURNS internal
+  AS 'MODULE_PATHNAME', 'idem__repeat_hashes_add'
+  LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem._repeat_hashes_add(internal, "any") IS
+  'Internal: transition function of idem._repeat_hashes (notes one key''s hash)';
+
+CREATE FUNCTION idem._repeat_hashes_final(internal) RETURNS bigint[]
+  AS 'MODULE_PATHNAME', 'idem__repeat_hashes_final'
+  LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem._repeat_hashes_final(internal) IS
+  'Internal: final function of idem._repeat_hashes (the hashes seen more than once, or NULL)';
+
+CREATE AGGREGATE idem._repeat_hashes(VARIADIC "any") (
+  SFUNC = idem._repeat_hashes_add,
+  STYPE = internal,
+  FINALFUNC = idem._repeat_hashes_final,
+  FINALFUNC_MODIFY = READ_WRITE
+);
+COMMENT ON AGGREGATE idem._repeat_hashes(VARIADIC "any") IS
+  'Internal (merge, append): the key hashes of a batch seen more than once, NULL when unknown';
+
 -- ---------------------------------------------------------------------------
 -- Append-only event logs, keyed by the event's own id (docs/append.md).
 CREATE FUNCTION idem.append(target regclass, source regclass,

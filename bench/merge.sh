@@ -22,7 +22,8 @@
 #
 # BENCH_MERGE_ROUNDS (default 5) sets the timed rounds here (a round is
 # seconds long); BENCH_WARMUP applies as usual; BENCH_MERGE_TIMEOUT (default
-# 60 s) limits each untimed idem.merge run. About 10 minutes on 2 cores at
+# 60 s) limits each untimed idem.merge run; BENCH_MERGE_KINDS (default
+# "pk nokey") the kinds of source. About 10 minutes on 2 cores at
 # 1M rows (both kinds of source), a tenth of that more for 100k and 10k.
 
 merge_rounds=${BENCH_MERGE_ROUNDS:-5}
@@ -472,7 +473,7 @@ SQL
 # Both kinds of source, every size, each with its goals at the largest size.
 # The key-less source is src with its primary key dropped (the hand-written
 # SQL reads it too).
-for merge_kind in pk nokey; do
+for merge_kind in ${BENCH_MERGE_KINDS:-pk nokey}; do
     if [ "$merge_kind" = pk ]; then
         merge_kind_title="source with a primary key"
         merge_kind_src="has its primary key on id"

@@ -28,6 +28,17 @@ SELECT show_error($$SELECT * FROM idem.merge_query('e_target', 'SELECT 1 AS iden
 
 -- NULL keys in the source: 23502 naming the column and the count.
 SELECT show_error($$SELECT * FROM idem.merge_query('e_target', 'SELECT NULL::int AS id, ''x'' AS a FROM generate_series(1, 3)')$$);
+-- A composite key: the NULLs of each column are counted over every row,
+-- also when the rows with a NULL have different keys or repeat one; the
+-- first column's count comes first. Nothing is written: into an empty
+-- target (the first load gives way to the whole statement), or not.
+CREATE TABLE e_pair (a int, b int, v text, PRIMARY KEY (a, b));
+SELECT show_error($$SELECT * FROM idem.merge_query('e_pair',
+  'SELECT * FROM (VALUES (1, NULL::int, ''x''), (2, NULL, ''x''), (2, NULL, ''x''), (NULL, NULL, ''x''), (NULL, 5, ''y''), (3, 3, ''z'')) AS m(a, b, v)')$$);
+INSERT INTO e_pair VALUES (9, 9, 'kept');
+SELECT show_error($$SELECT * FROM idem.merge_query('e_pair',
+  'SELECT * FROM (VALUES (1, NULL::int, ''x''), (2, NULL, ''x''), (2, NULL, ''y''), (3, 3, ''z''), (3, 3, ''z'')) AS m(a, b, v)')$$);
+SELECT * FROM e_pair;
 
 -- Schema drift is loud; columns narrows it.
 SELECT show_error($$SELECT * FROM idem.merge_query('e_target', 'SELECT 1 AS id, ''x'' AS a, 5 AS extra')$$);

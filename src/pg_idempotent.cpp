@@ -15,6 +15,7 @@
 #include "pg/guard_probe.hpp"
 #include "pg/settings.hpp"
 #include "pg_native/digest_aggregate.hpp"
+#include "pg_native/repeat_aggregate.hpp"
 #include "proof/assert_rerun_safe.hpp"
 #include "proof/checksum.hpp"
 #include "publish/publish.hpp"
@@ -67,6 +68,9 @@ PG_FUNCTION_INFO_V1(idem__digest_sample_agg_combine);
 PG_FUNCTION_INFO_V1(idem__digest_sample_agg_serialize);
 PG_FUNCTION_INFO_V1(idem__digest_sample_agg_deserialize);
 PG_FUNCTION_INFO_V1(idem__digest_sample_agg_final);
+PG_FUNCTION_INFO_V1(idem__key_hash);
+PG_FUNCTION_INFO_V1(idem__repeat_hashes_add);
+PG_FUNCTION_INFO_V1(idem__repeat_hashes_final);
 PG_FUNCTION_INFO_V1(idem__boundary_probe);
 PG_FUNCTION_INFO_V1(idem_merge);
 PG_FUNCTION_INFO_V1(idem_merge_query);
@@ -164,6 +168,18 @@ Datum idem__digest_agg_deserialize(PG_FUNCTION_ARGS)
 Datum idem__digest_agg_final(PG_FUNCTION_ARGS)
 {
     return pg::digest_agg_final(fcinfo);
+}
+Datum idem__key_hash(PG_FUNCTION_ARGS)
+{
+    return pg::key_hash(fcinfo);
+}
+Datum idem__repeat_hashes_add(PG_FUNCTION_ARGS)
+{
+    return pg::repeat_hashes_transition(fcinfo);
+}
+Datum idem__repeat_hashes_final(PG_FUNCTION_ARGS)
+{
+    return pg::repeat_hashes_final(fcinfo);
 }
 Datum idem__digest_sample_agg_add(PG_FUNCTION_ARGS)
 {

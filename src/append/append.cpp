@@ -118,6 +118,8 @@ core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, co
     // hold neither a NULL key nor a key twice.
     spec.check_nulls = !source_unique_on_key(src, key, target);
     spec.check_duplicates = spec.check_nulls;
+    if (spec.check_duplicates)
+        spec.hash_keys = keys_hashable(target, key);
     spec.stable_source = src.stable();
     spec.arbiter = has_unique_index_on(key, indexes);
     if (options.within)
@@ -194,7 +196,9 @@ std::optional<std::vector<std::int64_t>> fast_append(pg::SpiSession& spi, const 
     try {
         failed = pg::try_in_subtransaction([&] {
             ConflictCounts met;
-            const pg::QueryResult r = run_statement(spi, core::build_fast_append_sql(spec), target, within, met, true);
+            // Through the unique index; without one, hash joins over the window.
+            const pg::QueryResult r =
+                run_statement(spi, core::build_fast_append_sql(spec), target, within, met, spec.arbiter);
             if (met.differ > 0 && !spec.keep_first)
                 throw GiveWay{};
             counts = std::vector<std::int64_t>{static_cast<std::int64_t>(r.processed), met.same, met.differ};

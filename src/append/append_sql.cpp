@@ -43,6 +43,13 @@ std::string src_cte(const AppendSpec& s)
            ")";
 }
 
+bool finds_repeats(const AppendSpec& s)
+{
+    return s.check_duplicates && s.hash_keys;
+}
+
+// stats: in one pass over the batch, its row count, the NULL keys, the keys
+// that may repeat (finds_repeats) and the range of its window column.
 std::string stats_cte(const AppendSpec& s)
 {
     std::vector<std::string> cols = {"pg_catalog.count(*) AS n"};
@@ -50,6 +57,11 @@ std::string stats_cte(const AppendSpec& s)
         for (std::size_t i = 0; i < s.keys.size(); ++i)
             cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name + " IS NULL) AS null_" +
                            std::to_string(i));
+    if (finds_repeats(s))
+        cols.push_back("idem._repeat_hashes(" + key_list(s.keys, "src") + ") AS \"idem$repeats\"");
+    if (s.window_column)
+        cols.push_back("pg_catalog.min(src." + s.window_column->name + ") AS lo, pg_catalog.max(src." +
+                       s.window_column->name + ") AS hi");
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
 }
 
@@ -59,8 +71,9 @@ std::string stats_cte(const AppendSpec& s)
 std::string tops_cte(const AppendSpec& s)
 {
     const std::string k = key_list(s.keys, "src");
-    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY " + k +
-           " HAVING pg_catalog.count(*) " + kGt + " 1)";
+    const std::string only = finds_repeats(s) ? " WHERE " + repeat_candidates(s.keys) : "";
+    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.count(*) AS \"idem$n\" FROM src" + only + " GROUP BY " +
+           k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
 }
 
 std::string dups_cte(const AppendSpec& s)
@@ -107,12 +120,15 @@ std::string dedup_cte(const AppendSpec& s)
 // win: the partition key values the batch could repeat, the batch's own
 // range widened by $2 either side; the target is read there only, so the
 // executor skips the other partitions.
-std::string win_cte(const AppendSpec& s)
+// From stats (its lo and hi), or from the source when there is no stats.
+std::string win_cte(const AppendSpec& s, bool from_stats)
 {
     const AssignmentTarget& w = *s.window_column;
-    return "win AS MATERIALIZED (SELECT CAST(pg_catalog.min(src." + w.name + ") " + kMinus +
-           " $2::pg_catalog.interval AS " + w.type + ") AS lo, CAST(pg_catalog.max(src." + w.name +
-           ") OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS " + w.type + ") AS hi FROM src)";
+    const std::string lo = from_stats ? "st.lo" : "pg_catalog.min(src." + w.name + ")";
+    const std::string hi = from_stats ? "st.hi" : "pg_catalog.max(src." + w.name + ")";
+    return "win AS MATERIALIZED (SELECT CAST(" + lo + " " + kMinus + " $2::pg_catalog.interval AS " + w.type +
+           ") AS lo, CAST(" + hi + " OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS " + w.type + ") AS hi FROM " +
+           (from_stats ? "stats st)" : "src)");
 }
 
 std::string window_filter(const AppendSpec& s, const std::string& alias = "t")
@@ -180,9 +196,19 @@ std::string ins_cte(const AppendSpec& s)
 
 }  // namespace
 
+// Without a unique index, a batch that may repeat a key takes the one
+// INSERT only behind a guard that first finds no key repeats (stats): it
+// reads the source twice, so only a table.
+bool guarded_fast_append(const AppendSpec& s)
+{
+    return !s.arbiter && s.check_duplicates;
+}
+
 bool fast_append_applies(const AppendSpec& s)
 {
-    return (s.arbiter || !s.check_duplicates) && (!s.window_column || s.stable_source);
+    if (guarded_fast_append(s))
+        return finds_repeats(s) && s.stable_source;
+    return s.arbiter || !s.check_duplicates ? !s.window_column || s.stable_source : false;
 }
 
 std::string build_fast_append_sql(const AppendSpec& s)
@@ -202,15 +228,27 @@ std::string build_fast_append_sql(const AppendSpec& s)
     const std::string tally = "idem._count_conflict($1::pg_catalog.regclass, ";
     std::string window;
     std::string with;
-    if (s.window_column) {
-        with = "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + win_cte(s) + "\n";
-        window = window_filter(s, "e");
+    std::string guard;
+    if (guarded_fast_append(s)) {
+        // 23505, as a unique index would: the caller gives way to the whole
+        // statement, which collapses or refuses the repeats.
+        with =
+            "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + stats_cte(s) + ",\n" +
+            "guard AS MATERIALIZED (SELECT st.\"idem$repeats\" IS NOT NULL AND pg_catalog.cardinality(st.\"idem$repeats\") "
+            "OPERATOR(pg_catalog.=) 0 OR idem._raise('23505', 'keys may repeat in the batch', NULL, NULL) AS ok "
+            "FROM stats st)" +
+            (s.window_column ? ",\n" + win_cte(s, true) : std::string()) + "\n";
+        guard = " AND (SELECT ok FROM guard)";
+    } else if (s.window_column) {
+        with = "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + win_cte(s, false) + "\n";
     }
-    const std::string from = s.window_column ? "src AS s" : "(" + src_select(s) + ") AS s";
+    if (s.window_column)
+        window = window_filter(s, "e");
+    const std::string from = with.empty() ? "(" + src_select(s) + ") AS s" : "src AS s";
     return with + "INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) + " FROM " + from +
            " LEFT JOIN " + s.target + " AS e ON " + keys_match(s.keys, s.key_eq, "e", "s") + window + "\n WHERE (" +
-           nulls + ") AND (e." + s.keys[0].name + " IS NULL OR " + tally + images_equal(s.compare_columns, "s", "e") +
-           ", false))";
+           nulls + ")" + guard + " AND (e." + s.keys[0].name + " IS NULL OR " + tally +
+           images_equal(s.compare_columns, "s", "e") + ", false))";
 }
 
 std::string build_append_sql(const AppendSpec& s)
@@ -223,7 +261,7 @@ std::string build_append_sql(const AppendSpec& s)
     ctes.push_back(checks_cte(s));
     ctes.push_back(dedup_cte(s));
     if (s.window_column)
-        ctes.push_back(win_cte(s));
+        ctes.push_back(win_cte(s, true));
     for (auto& cte : {plan_cte(s), checks2_cte(s), tally_cte(), ins_cte(s)})
         ctes.push_back(cte);
     return "WITH\n" + join(ctes, ",\n") + "\nSELECT ta.to_insert::pg_catalog.int8,\n ((SELECT st.n FROM stats st) " +

@@ -43,6 +43,9 @@ struct AppendSpec {
     // within: the target's partition key (quoted) and its type; the window is
     // $2 (an interval) either side of the batch's own values.
     std::optional<AssignmentTarget> window_column;
+    // As merge's (merge_sql.hpp): stats finds the keys that may repeat from
+    // their hashes; false: tops groups every row.
+    bool hash_keys = false;
 };
 
 // $1 is the target's OID (regclass), $2 the window's interval (with

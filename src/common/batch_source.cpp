@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/installed_sql.hpp"
 #include "core/sql_text.hpp"
 #include "pg/errors.hpp"
 
@@ -136,6 +137,21 @@ std::vector<core::AssignmentTarget> insert_columns(const SourceShape& src, const
         out.push_back(pg::assignment_target(*tc));
     }
     return out;
+}
+
+bool keys_hashable(const pg::Relation& target, const std::vector<std::string>& key)
+{
+    if (!sql_has(SqlFeature::kRepeatHashes))
+        return false;
+    int collatable = 0;
+    for (const auto& k : key)
+        collatable += find_column(target.columns, k)->collation != 0 ? 1 : 0;
+    for (const auto& k : key) {
+        const pg::Column* c = find_column(target.columns, k);
+        if (!pg::key_hashable(c->type_oid, c->collation, collatable == 1))
+            return false;
+    }
+    return true;
 }
 
 }  // namespace pg_idempotent

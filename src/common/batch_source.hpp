@@ -66,6 +66,12 @@ struct InsertColumnRules {
     std::string identity_hint;       // else 428C9 with this HINT
 };
 
+// Whether merge and append can find the keys a batch repeats from their
+// hashes (pg::key_hashable for every key column, core/repeat_hashes.hpp):
+// false when a column cannot be hashed or the installed SQL objects lack
+// idem._repeat_hashes; every row is then grouped.
+bool keys_hashable(const pg::Relation& target, const std::vector<std::string>& key);
+
 // What an insert writes: every source column the target has (generated
 // columns never), as the target converts it; 42804 for a column without an
 // assignment cast.

@@ -37,6 +37,8 @@ Probe probe_of(SqlFeature feature)
         return {nullptr, nullptr, "_acl_statements", "0.8.0"};
     case SqlFeature::kConflictTally:
         return {nullptr, nullptr, "_count_conflict", "0.8.0"};
+    case SqlFeature::kRepeatHashes:
+        return {nullptr, nullptr, "_repeat_hashes", "0.8.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

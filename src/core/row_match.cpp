@@ -80,4 +80,13 @@ std::string null_key_checks(const std::vector<AssignmentTarget>& keys)
     return c;
 }
 
+std::string repeat_candidates(const std::vector<AssignmentTarget>& keys)
+{
+    const std::string repeats = "st.\"idem$repeats\"";
+    return "(SELECT " + repeats + " IS NULL OR pg_catalog.cardinality(" + repeats +
+           ") OPERATOR(pg_catalog.>) 0 FROM stats st) AND ((SELECT " + repeats +
+           " IS NULL FROM stats st) OR idem._key_hash(" + key_list(keys, "src") + ") IN (SELECT pg_catalog.unnest(" +
+           repeats + ") FROM stats st))";
+}
+
 }  // namespace pg_idempotent::core

@@ -39,4 +39,11 @@ std::string count_where(const std::string& from, const std::string& where = {});
 // key column) that raise 23502 for a NULL key in the source.
 std::string null_key_checks(const std::vector<AssignmentTarget>& keys);
 
+// The WHERE of tops when stats holds the repeated key hashes (column
+// "idem$repeats" of "stats", idem._repeat_hashes over the key columns): only
+// the rows of those keys (idem._key_hash), no row at all when no key repeats
+// (a one-time filter: the scan does not run), and every row when stats
+// could not tell (NULL).
+std::string repeat_candidates(const std::vector<AssignmentTarget>& keys);
+
 }  // namespace pg_idempotent::core

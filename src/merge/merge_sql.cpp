@@ -78,6 +78,13 @@ std::string src_cte(const MergeSpec& s)
            join(source_columns(s)) + " FROM (" + s.source_sql + "\n) AS s)";
 }
 
+// Whether stats finds the keys that may repeat, for tops to group only
+// their rows (core/repeat_hashes.hpp).
+bool finds_repeats(const MergeSpec& s)
+{
+    return s.check_duplicates && s.hash_keys;
+}
+
 // stats: the row count and the NULL counts the checks need.
 std::string stats_cte(const MergeSpec& s)
 {
@@ -89,6 +96,8 @@ std::string stats_cte(const MergeSpec& s)
     }
     if (s.version)
         cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version->name + " IS NULL) AS null_version");
+    if (finds_repeats(s))
+        cols.push_back("idem._repeat_hashes(" + key_list(s, "src") + ") AS \"idem$repeats\"");
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
 }
 
@@ -110,8 +119,9 @@ std::string tops_cte(const MergeSpec& s)
 {
     const std::string k = key_list(s, "src");
     const std::string top = s.version ? ", pg_catalog.max(src." + s.version->name + ") AS top" : "";
-    return "tops AS MATERIALIZED (SELECT " + k + top + ", pg_catalog.count(*) AS \"idem$n\" FROM src GROUP BY " + k +
-           " HAVING pg_catalog.count(*) " + kGt + " 1)";
+    const std::string only = finds_repeats(s) ? " WHERE " + repeat_candidates(s.keys) : "";
+    return "tops AS MATERIALIZED (SELECT " + k + top + ", pg_catalog.count(*) AS \"idem$n\" FROM src" + only +
+           " GROUP BY " + k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
 }
 
 // dups: a key whose rows differ (at its highest version).

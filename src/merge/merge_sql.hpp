@@ -68,6 +68,10 @@ struct MergeSpec {
     // instead of the statement counting the source's rows once more: for a
     // source unique on the key, whose rows nothing else counts.
     bool count_unchanged = false;
+    // With check_duplicates: stats finds the keys that may repeat from their
+    // hashes (core/repeat_hashes.hpp), so that tops groups only their rows;
+    // false (a key type without a hash function): tops groups every row.
+    bool hash_keys = false;
     bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;         // version + delete_column: read and write tombstones
     bool partitioned = false;        // no xmax in RETURNING on a partitioned table

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
@@ -344,6 +345,25 @@ std::string btree_operator(std::uint32_t type_oid, int strategy, const std::stri
         ReleaseSysCache(tup);
     });
     return std::string("OPERATOR(") + quote_ident(nspname) + "." + opname + ")";
+}
+
+bool key_hashable(std::uint32_t type_oid, std::uint32_t collation, bool only_collatable)
+{
+    return pg_call([&]() noexcept {
+        const Oid base = getBaseType(type_oid);
+        const Oid btree = GetDefaultOpClass(base, BTREE_AM_OID);
+        const Oid hash = GetDefaultOpClass(base, HASH_AM_OID);
+        if (!OidIsValid(btree) || !OidIsValid(hash))
+            return false;
+        const Oid input = get_opclass_input_type(btree);
+        const Oid eq = get_opfamily_member(get_opclass_family(btree), input, input, BTEqualStrategyNumber);
+        if (!OidIsValid(eq) || !op_in_opfamily(eq, get_opclass_family(hash)))
+            return false;
+        TypeCacheEntry* entry = lookup_type_cache(base, TYPECACHE_HASH_EXTENDED_PROC);
+        if (!OidIsValid(entry->hash_extended_proc))
+            return false;
+        return !OidIsValid(collation) || only_collatable || get_collation_isdeterministic(collation);
+    });
 }
 
 bool can_assign(std::uint32_t from, std::uint32_t to)

@@ -77,6 +77,13 @@ std::vector<Column> describe_query(const std::string& sql);
 // the way their unique indexes do. UserError 42883 when the type has none.
 std::string btree_operator(std::uint32_t type_oid, int strategy, const std::string& column);
 
+// Whether idem._key_hash can hash a key column of this type and collation
+// so that keys equal by the type's default btree equality hash alike
+// (core/repeat_hashes.hpp): the type's default hash operator family holds
+// that equality and gives a 64-bit hash, and a nondeterministic collation
+// (equal strings of other bytes) is the only collatable column of the key.
+bool key_hashable(std::uint32_t type_oid, std::uint32_t collation, bool only_collatable);
+
 // Whether the type is boolean (not a domain over it: a flag merge reads).
 bool is_boolean_type(std::uint32_t type_oid);
 

@@ -98,10 +98,12 @@ TEST(AppendSql, WithinReadsTheWindowOnly)
     AppendSpec s = events();
     s.window_column = col("day", "pg_catalog.date");
     const std::string sql = build_append_sql(s);
+    // The batch's own range comes from stats, in its one pass over the batch.
+    EXPECT_TRUE(has(sql, "pg_catalog.min(src.day) AS lo, pg_catalog.max(src.day) AS hi FROM src)"));
     EXPECT_TRUE(has(sql,
-                    "win AS MATERIALIZED (SELECT CAST(pg_catalog.min(src.day) OPERATOR(pg_catalog.-) "
-                    "$2::pg_catalog.interval AS pg_catalog.date) AS lo, CAST(pg_catalog.max(src.day) "
-                    "OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS pg_catalog.date) AS hi FROM src)"));
+                    "win AS MATERIALIZED (SELECT CAST(st.lo OPERATOR(pg_catalog.-) $2::pg_catalog.interval AS "
+                    "pg_catalog.date) AS lo, CAST(st.hi OPERATOR(pg_catalog.+) $2::pg_catalog.interval AS "
+                    "pg_catalog.date) AS hi FROM stats st)"));
     EXPECT_TRUE(has(sql,
                     "AND t.day OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND t.day OPERATOR(pg_catalog.<=) "
                     "(SELECT hi FROM win)"));
@@ -177,6 +179,48 @@ TEST(AppendSql, ASourceUniqueOnTheKeyIsNotCheckedForRepeats)
     EXPECT_TRUE(has(sql, "checks AS MATERIALIZED (SELECT true AS ok)"));
     EXPECT_TRUE(has(sql, "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks))"));
     EXPECT_TRUE(pg_idempotent::core::fast_append_applies(s));
+}
+
+}  // namespace
+
+namespace {
+
+// With hash_keys, stats finds the keys that may repeat and tops
+// groups only their rows (none when none repeat, all when stats cannot tell).
+TEST(AppendSql, RepeatedKeysAreFoundFromTheirHashes)
+{
+    AppendSpec s = events();
+    EXPECT_FALSE(has(build_append_sql(s), "idem._repeat_hashes"));
+    s.hash_keys = true;
+    const std::string sql = build_append_sql(s);
+    EXPECT_TRUE(has(sql, "idem._repeat_hashes(src.id) AS \"idem$repeats\" FROM src)"));
+    EXPECT_TRUE(has(sql,
+                    "FROM src WHERE (SELECT st.\"idem$repeats\" IS NULL OR pg_catalog.cardinality("
+                    "st.\"idem$repeats\") OPERATOR(pg_catalog.>) 0 FROM stats st) AND ((SELECT "
+                    "st.\"idem$repeats\" IS NULL FROM stats st) OR idem._key_hash(src.id) IN (SELECT "
+                    "pg_catalog.unnest(st.\"idem$repeats\") FROM stats st)) GROUP BY src.id"));
+}
+
+// Without a unique index, a table batch takes the one INSERT behind a guard
+// that finds no repeated key (23505 otherwise: the caller gives way); a
+// query (read once) or a key that cannot be hashed never does.
+TEST(AppendSql, OneGuardedInsertWithoutAUniqueIndex)
+{
+    AppendSpec s = events();
+    s.stable_source = true;
+    EXPECT_FALSE(pg_idempotent::core::fast_append_applies(s));
+    s.hash_keys = true;
+    EXPECT_TRUE(pg_idempotent::core::fast_append_applies(s));
+    const std::string sql = pg_idempotent::core::build_fast_append_sql(s);
+    EXPECT_TRUE(has(sql,
+                    "guard AS MATERIALIZED (SELECT st.\"idem$repeats\" IS NOT NULL AND "
+                    "pg_catalog.cardinality(st.\"idem$repeats\") OPERATOR(pg_catalog.=) 0 OR "
+                    "idem._raise('23505', 'keys may repeat in the batch', NULL, NULL) AS ok FROM stats st)"));
+    EXPECT_TRUE(has(sql, " AND (SELECT ok FROM guard) AND (e.id IS NULL OR "));
+    s.window_column = col("day", "pg_catalog.date");
+    EXPECT_TRUE(has(pg_idempotent::core::build_fast_append_sql(s), "AS hi FROM stats st)\nINSERT INTO"));
+    s.stable_source = false;
+    EXPECT_FALSE(pg_idempotent::core::fast_append_applies(s));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 WITH
 src AS MATERIALIZED (SELECT CAST(s.day AS pg_catalog.date) AS day, CAST(s.store AS integer) AS store, s.revenue FROM (SELECT * FROM (VALUES ('2024-07-07'::date, 1, 10.0), ('2024-07-08'::date, 1, 20.0)) v(day, store, revenue)
 ) AS s),
-stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE day IS NULL) AS null_0, pg_catalog.count(*) FILTER (WHERE store IS NULL) AS null_1 FROM src),
-tops AS MATERIALIZED (SELECT src.day, src.store, pg_catalog.count(*) AS "idem$n" FROM src GROUP BY src.day, src.store HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE day IS NULL) AS null_0, pg_catalog.count(*) FILTER (WHERE store IS NULL) AS null_1, idem._repeat_hashes(src.day, src.store) AS "idem$repeats" FROM src),
+tops AS MATERIALIZED (SELECT src.day, src.store, pg_catalog.count(*) AS "idem$n" FROM src WHERE (SELECT st."idem$repeats" IS NULL OR pg_catalog.cardinality(st."idem$repeats") OPERATOR(pg_catalog.>) 0 FROM stats st) AND ((SELECT st."idem$repeats" IS NULL FROM stats st) OR idem._key_hash(src.day, src.store) IN (SELECT pg_catalog.unnest(st."idem$repeats") FROM stats st)) GROUP BY src.day, src.store HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
 dups AS MATERIALIZED (SELECT src.day, src.store FROM src JOIN tops ON src.day OPERATOR(pg_catalog.=) tops.day AND src.store OPERATOR(pg_catalog.=) tops.store GROUP BY src.day, src.store HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.day, src.store, src.revenue))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('day')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('day')), 'Every key column of every source row must have a value.')

@@ -1,0 +1,36 @@
+WITH
+src AS MATERIALIZED (SELECT CAST(s.m AS money) AS m, s.v FROM (SELECT 1.5::money AS m, 'x' AS v
+) AS s),
+stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE m IS NULL) AS null_0 FROM src),
+tops AS MATERIALIZED (SELECT src.m, pg_catalog.count(*) AS "idem$n" FROM src GROUP BY src.m HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+dups AS MATERIALIZED (SELECT src.m FROM src JOIN tops ON src.m OPERATOR(pg_catalog.=) tops.m GROUP BY src.m HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.m, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
+checks AS MATERIALIZED (SELECT CASE
+ WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('m')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('m')), 'Every key column of every source row must have a value.')
+ WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'm'), pg_catalog.concat_ws(', ', COALESCE(d.m::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
+ ELSE true END AS ok FROM stats st),
+dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
+ UNION ALL SELECT * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND NOT EXISTS (SELECT FROM tops r WHERE r.m OPERATOR(pg_catalog.=) src.m)
+ UNION ALL (SELECT DISTINCT ON (m) * FROM src WHERE (SELECT ok FROM checks) AND EXISTS (SELECT FROM tops) AND EXISTS (SELECT FROM tops r WHERE r.m OPERATOR(pg_catalog.=) src.m) ORDER BY m)),
+plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE
+ WHEN NOT (t.m IS NOT NULL) THEN 1
+ WHEN pg_catalog.record_image_eq(ROW(CAST(d.v AS pg_catalog.text)), ROW(t.v)) THEN 4
+ ELSE 2 END AS "idem$action"
+ FROM dedup d LEFT JOIN public.e_money AS t ON t.m OPERATOR(pg_catalog.=) d.m
+ OFFSET 0) AS x WHERE x."idem$action" OPERATOR(pg_catalog.<>) 4),
+checks2 AS MATERIALIZED (SELECT true AS ok),
+tally AS MATERIALIZED (SELECT ((SELECT st.n FROM stats st) OPERATOR(pg_catalog.-) (SELECT COALESCE(pg_catalog.sum(tp."idem$n" OPERATOR(pg_catalog.-) 1), 0)::pg_catalog.int8 FROM tops tp)) AS n, pg_catalog.count(*) AS kept, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 1) AS to_insert, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 2) AS to_update, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 3) AS to_delete, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 5) AS stale, pg_catalog.count(*) FILTER (WHERE p."idem$action" OPERATOR(pg_catalog.=) 7) AS absent FROM plan p),
+todo AS NOT MATERIALIZED (SELECT * FROM plan p WHERE p."idem$action" OPERATOR(pg_catalog.=) ANY ('{1,2,3}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2)),
+ins AS (INSERT INTO public.e_money AS t (m, v)
+ SELECT p.m, p.v FROM todo p WHERE p."idem$action" OPERATOR(pg_catalog.=) 1 ORDER BY p.m
+ ON CONFLICT (m) DO UPDATE SET (v) = ROW(EXCLUDED.v) WHERE NOT (pg_catalog.record_image_eq(ROW(EXCLUDED.v), ROW(t.v)))
+ RETURNING (t.xmax OPERATOR(pg_catalog.=) '0'::pg_catalog.xid) AS fresh),
+upd AS (UPDATE public.e_money AS t SET (v) = ROW(p.v) FROM todo AS p WHERE p."idem$action" OPERATOR(pg_catalog.=) 2 AND t.m OPERATOR(pg_catalog.=) p.m RETURNING 1),
+del AS (SELECT 1 WHERE false),
+miss AS (SELECT 1 WHERE false),
+tomb AS (SELECT 0 AS n)
+SELECT (SELECT pg_catalog.count(*) FROM ins WHERE fresh)::pg_catalog.int8 AS inserted,
+ ((SELECT pg_catalog.count(*) FROM upd) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM ins WHERE NOT fresh))::pg_catalog.int8 AS updated,
+ ((SELECT pg_catalog.count(*) FROM del) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM miss))::pg_catalog.int8 AS deleted,
+ (ta.n OPERATOR(pg_catalog.-) ta.kept OPERATOR(pg_catalog.+) ta.absent OPERATOR(pg_catalog.+) ta.to_insert OPERATOR(pg_catalog.-) (SELECT pg_catalog.count(*) FROM ins))::pg_catalog.int8 AS unchanged,
+ (ta.stale)::pg_catalog.int8 AS stale
+ FROM checks, checks2, tomb, tally ta
