@@ -15,7 +15,7 @@
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress security isolation stress pgtap tap package sanitize"
+# SUITES="unit regress security isolation stress pgtap tap citus package sanitize"
 # limits what runs
 # (all by default).
 set -uo pipefail
@@ -25,14 +25,16 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 source test/lib/private_pg.sh
+source test/lib/citus.sh
 
-SUITES=${SUITES:-"unit regress security isolation stress pgtap tap package sanitize"}
+SUITES=${SUITES:-"unit regress security isolation stress pgtap tap citus package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
 chmod a+rwx "$RUN_DIR"
 PASSED=0
 FAILED=0
+SKIPPED=0
 FAILURES=()
 
 note_result() {  # name ok|fail
@@ -41,6 +43,7 @@ note_result() {  # name ok|fail
 
 finish() {
     cluster_stop
+    citus_cluster_stop
     # The private installations go; the logs stay.
     rm -rf "$RUN_DIR/pg15" "$RUN_DIR/pg18" "$RUN_DIR/build18"
     echo
@@ -48,7 +51,11 @@ finish() {
         echo "failed: ${FAILURES[*]}"
     fi
     echo "logs: $RUN_DIR"
-    echo "$PASSED passed, $FAILED failed"
+    if [ "$SKIPPED" -gt 0 ]; then
+        echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+    else
+        echo "$PASSED passed, $FAILED failed"
+    fi
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
@@ -270,6 +277,62 @@ run_tap_suite() {
 if wants15 tap && ls test/t/*.pl >/dev/null 2>&1; then
     echo "== TAP (prove, PostgreSQL::Test::Cluster)"
     run_tap_suite tap "$PGXS_DIR"
+fi
+
+# The citus suite (issue 25): the families against hash-distributed,
+# reference and Citus local tables on a coordinator and two workers
+# (test/lib/citus.sh), pg_regress files in test/citus. On PostgreSQL 15 only:
+# Citus 13.2 supports 15 to 17. Citus is built once from CITUS_SRC (a
+# tarball or a directory) into a cache, against the installed server's
+# headers, and copied into this run's private installation; without
+# CITUS_SRC the suite is skipped (.ci/run passes ../shared/citus's tarball).
+run_citus_suite() {
+    local stage before
+    ensure_deps "${CITUS_DEPS[@]}"
+    if ! stage=$(citus_stage /usr/lib/postgresql/15/bin/pg_config 2>"$RUN_DIR/citus-build.log"); then
+        cat "$RUN_DIR/citus-build.log"
+        note_result citus/build fail
+        return
+    fi
+    citus_install "$stage" "$RUN_DIR/pg15" || { note_result citus/install fail; return; }
+    citus_cluster_start 2>"$RUN_DIR/citus-cluster.log" || {
+        cat "$RUN_DIR/citus-cluster.log"; note_result citus/cluster fail; citus_cluster_stop; return; }
+    before=$((PASSED + FAILED))
+    PGHOST=$CITUS_DIR PGPORT=${CITUS_PORTS[0]} CITUS_WORKER_PORT=${CITUS_PORTS[1]} \
+        "$PGXS_DIR/src/test/regress/pg_regress" --bindir="$PGBIN" --inputdir=test/citus \
+        --outputdir="$RUN_DIR/citus" --use-existing --dbname=postgres --user=postgres \
+        $(cd test/citus/sql && ls *.sql | sed "s/\.sql$//" | LC_ALL=C sort) >"$RUN_DIR/citus.log" 2>&1
+    cat "$RUN_DIR/citus.log"
+    count_regress_output "$RUN_DIR/citus.log" citus
+    [ $((PASSED + FAILED)) -eq "$before" ] && note_result citus/runner fail
+    [ -f "$RUN_DIR/citus/regression.diffs" ] && cat "$RUN_DIR/citus/regression.diffs"
+    # Two coordinator sessions at once: isolation specs in test/citus/specs.
+    before=$((PASSED + FAILED))
+    PGHOST=$CITUS_DIR PGPORT=${CITUS_PORTS[0]} \
+        "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --bindir="$PGBIN" --inputdir=test/citus \
+        --outputdir="$RUN_DIR/citus-isolation" --use-existing --dbname=postgres --user=postgres \
+        $(cd test/citus/specs && ls *.spec | sed "s/\.spec$//" | LC_ALL=C sort) >"$RUN_DIR/citus-isolation.log" 2>&1
+    cat "$RUN_DIR/citus-isolation.log"
+    count_regress_output "$RUN_DIR/citus-isolation.log" citus-isolation
+    [ $((PASSED + FAILED)) -eq "$before" ] && note_result citus-isolation/runner fail
+    [ -f "$RUN_DIR/citus-isolation/regression.diffs" ] && cat "$RUN_DIR/citus-isolation/regression.diffs"
+    local problems
+    problems=$(citus_log_problems)
+    if [ -n "$problems" ]; then echo "$problems"; note_result citus/server-log fail; fi
+    citus_cluster_stop
+}
+if wants15 citus; then
+    echo "== citus (a coordinator and two workers, PostgreSQL 15)"
+    if [ -z "${CITUS_SRC:-}" ]; then
+        echo "   skipped: CITUS_SRC is not set (a Citus source tarball or directory; .ci/run passes ../shared/citus/citus-13.2.2.tar.gz)"
+        SKIPPED=$((SKIPPED + 1))
+    elif [ ! -e "$CITUS_SRC" ]; then
+        echo "   CITUS_SRC=$CITUS_SRC does not exist"
+        note_result citus/source fail
+    else
+        CITUS_SRC=$(cd "$(dirname "$CITUS_SRC")" && pwd)/$(basename "$CITUS_SRC")
+        run_citus_suite
+    fi
 fi
 
 # PostgreSQL 18 (PG_MAJORS="15 18" by default; PG_MAJORS=15 skips it): the

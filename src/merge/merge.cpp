@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/batch_source.hpp"
+#include "common/citus_tables.hpp"
 #include "common/conflict_tally.hpp"
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
@@ -215,7 +216,7 @@ void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::
 
 // The whole statement's plan, from the checked target, source and key.
 core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, const MergeOptions& options,
-                           const std::vector<std::string>& key)
+                           const std::vector<std::string>& key, const CitusTable& citus)
 {
     const std::set<std::string> excluded = check_exclude_columns(target, options, key);
     core::MergeSpec spec;
@@ -238,6 +239,7 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     spec.allow_empty = options.allow_empty;
     spec.dry_run = options.dry_run;
     spec.partitioned = target.kind == 'p';
+    spec.citus = citus.kind != CitusKind::kNone;
     const bool unique_source = source_unique_on_key(src, key, target);
     spec.check_nulls = !unique_source;
     spec.check_duplicates = !unique_source;
@@ -248,10 +250,34 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     // A source unique on the key: nothing else reads all of its rows, so plan
     // counts the unchanged ones instead of a second scan (0.15 s of 1.8 s at
     // 1M rows, 10% changed).
-    spec.count_unchanged = unique_source && sql_has(SqlFeature::kConflictTally);
+    spec.count_unchanged = unique_source && sql_has(SqlFeature::kConflictTally) && !spec.citus;
     if (spec.check_duplicates)
         spec.hash_keys = keys_hashable(target, key);
     return spec;
+}
+
+// On Citus: a distributed target's rows are found by their key, so the key
+// must place them (hold the distribution column): else one key could sit
+// on two shards, and the unique index that makes the insert safe is per
+// shard. A write runs on the coordinator, where the extension's locks of
+// the whole cluster are (a worker's are its own).
+void check_citus_target(pg::SpiSession& spi, const pg::Relation& target, const CitusTable& citus,
+                        const std::vector<std::string>& key, const MergeOptions& options)
+{
+    if (citus.kind == CitusKind::kDistributed &&
+        std::find(key.begin(), key.end(), citus.distribution_column) == key.end())
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "the key of a merge into distributed table \"" + target.display +
+                            "\" must hold its distribution column \"" + citus.distribution_column + "\"",
+                        "Citus places each row by its distribution column; a key without it could be on any shard.",
+                        "Pass key => ARRAY[...] with \"" + citus.distribution_column +
+                            "\" and the other key columns, with a unique index on them.");
+    if (citus.kind != CitusKind::kNone && !options.dry_run && !on_citus_coordinator(spi))
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "idem.merge into Citus table \"" + target.display + "\" runs on the coordinator",
+                        "Merges of one target take turns through a lock on the node that runs them; a worker's "
+                        "locks are its own.",
+                        "Connect to the coordinator to merge.");
 }
 
 // Merges of one target run one after another. Each takes its row locks in
@@ -279,7 +305,7 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, const MergeOpt
 // no other merge can fill it meanwhile).
 bool target_is_empty(pg::SpiSession& spi, const pg::Relation& target)
 {
-    return spi.query("SELECT NOT EXISTS (SELECT FROM " + target.qualified + ")").rows.at(0).at(0) == "t";
+    return spi.query("SELECT NOT EXISTS (SELECT 1 FROM " + target.qualified + ")").rows.at(0).at(0) == "t";
 }
 
 // Runs merge's statement under the settings it needs. Without JIT: the
@@ -351,13 +377,15 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
     for (const auto& k : key)
         if (find_column(src.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+    const CitusTable citus = citus_table(spi, target_oid);
+    check_citus_target(spi, target, citus, key, options);
     require_unique_index(target, key, indexes);
     if (options.version_column)
         check_version_column(*options.version_column, src, target, key);
     if (options.delete_column)
         check_delete_column(*options.delete_column, src, options, key);
 
-    const core::MergeSpec spec = plan_merge(target, src, options, key);
+    const core::MergeSpec spec = plan_merge(target, src, options, key, citus);
     if (!options.dry_run)
         lock_target(spi, target, options);
 

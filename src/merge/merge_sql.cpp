@@ -493,7 +493,7 @@ std::string build_merge_sql(const MergeSpec& s)
 
 bool first_load_applies(const MergeSpec& s)
 {
-    return !s.dry_run && !s.version && !s.delete_column && !s.delete_missing;
+    return !s.dry_run && !s.version && !s.delete_column && !s.delete_missing && !s.citus;
 }
 
 // What the first load does with a key the target has: a row a concurrent

@@ -75,7 +75,11 @@ struct MergeSpec {
     bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;         // version + delete_column: read and write tombstones
     bool partitioned = false;        // no xmax in RETURNING on a partitioned table
-    std::string version_type;        // schema-qualified, for the tombstone read
+    // A Citus table: Citus runs parts of a write on the workers, where a
+    // volatile function's side effects are lost and where it refuses one in
+    // ON CONFLICT ... WHERE; so no first load and no counting in plan.
+    bool citus = false;
+    std::string version_type;  // schema-qualified, for the tombstone read
 };
 
 // The statement; its single result row is (inserted, updated, deleted,

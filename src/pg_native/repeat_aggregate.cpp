@@ -71,8 +71,9 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
 {
     MemoryContext context = nullptr;
     if (!AggCheckCallContext(fcinfo, &context))
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s can only be called by its aggregate", caller),
-                        errhint("idem._repeat_hashes is internal to idem.merge and idem.append.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s can only be called by its aggregate", caller),
+                 errhint("idem._repeat_hashes is internal to idem.merge and idem.append.")));
     return context;
 }
 

@@ -1,0 +1,45 @@
+#include "common/citus_tables.hpp"
+
+#include "pg/catalog.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+bool citus_installed()
+{
+    return pg::relation_exists("pg_catalog", "pg_dist_partition");
+}
+
+}  // namespace
+
+CitusTable citus_table(pg::SpiSession& spi, std::uint32_t relid)
+{
+    CitusTable t;
+    if (!citus_installed())
+        return t;
+    const pg::QueryResult r = spi.query(
+        "SELECT p.partmethod::pg_catalog.text, p.repmodel::pg_catalog.text, "
+        "CASE WHEN p.partmethod OPERATOR(pg_catalog.=) 'h' THEN pg_catalog.column_to_column_name(p.logicalrelid, "
+        "p.partkey) END FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid OPERATOR(pg_catalog.=) $1",
+        {pg::Param::of_oid(relid)}, true);
+    if (r.rows.empty())
+        return t;
+    const std::string method = r.rows[0][0].value_or("");
+    if (method == "h") {
+        t.kind = CitusKind::kDistributed;
+        t.distribution_column = r.rows[0][2].value_or("");
+    } else {
+        t.kind = r.rows[0][1].value_or("") == "t" ? CitusKind::kReference : CitusKind::kLocal;
+    }
+    return t;
+}
+
+bool on_citus_coordinator(pg::SpiSession& spi)
+{
+    if (!citus_installed())
+        return true;
+    return spi.query("SELECT pg_catalog.citus_is_coordinator()", {}, true).rows.at(0).at(0) == "t";
+}
+
+}  // namespace pg_idempotent

@@ -1,0 +1,32 @@
+// What Citus makes of a table, when Citus is installed (issue 25,
+// docs/scaling.md). Read from Citus's catalog (pg_catalog.pg_dist_partition)
+// through SPI, as the caller; without Citus every table is kNone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pg/spi.hpp"
+
+namespace pg_idempotent {
+
+enum class CitusKind {
+    kNone,         // a plain table (or no Citus)
+    kDistributed,  // hash-distributed: rows on the workers' shards
+    kReference,    // a copy on every node
+    kLocal,        // a Citus local table: on the coordinator, in Citus's metadata
+};
+
+struct CitusTable {
+    CitusKind kind = CitusKind::kNone;
+    std::string distribution_column;  // kDistributed: the column rows are placed by
+};
+
+CitusTable citus_table(pg::SpiSession& spi, std::uint32_t relid);
+
+// Whether this node may run a write that takes the extension's own unit
+// locks: the coordinator, where every such lock of a Citus cluster is taken
+// (a worker's locks are its own). True without Citus.
+bool on_citus_coordinator(pg::SpiSession& spi);
+
+}  // namespace pg_idempotent
