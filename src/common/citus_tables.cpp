@@ -4,14 +4,10 @@
 
 namespace pg_idempotent {
 
-namespace {
-
 bool citus_installed()
 {
     return pg::relation_exists("pg_catalog", "pg_dist_partition");
 }
-
-}  // namespace
 
 CitusTable citus_table(pg::SpiSession& spi, std::uint32_t relid)
 {

@@ -22,6 +22,9 @@ struct CitusTable {
     std::string distribution_column;  // kDistributed: the column rows are placed by
 };
 
+// Whether Citus is installed in this database.
+bool citus_installed();
+
 CitusTable citus_table(pg::SpiSession& spi, std::uint32_t relid);
 
 // Whether this node may run a write that takes the extension's own unit

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/citus_tables.hpp"
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "common/scope_grants.hpp"
@@ -406,6 +407,12 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
     VersionTable t;
     t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(version_table_name(d.name, version));
     t.rows = spi.execute("CREATE TABLE " + t.qualified + " AS " + query);
+    // On Citus, a Citus local table (still on this node): a view over a
+    // table outside Citus's metadata stays local to this node, with a
+    // WARNING at every flip, and workers could not read the dataset.
+    if (citus_installed())
+        spi.query("SELECT pg_catalog.citus_add_local_table_to_metadata($1::pg_catalog.regclass)",
+                  {Param::of_text(t.qualified)});
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
                 pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
                                   " (immutable; readers query the view)"));

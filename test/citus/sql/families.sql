@@ -45,6 +45,22 @@ COMMIT;
 SELECT idem.claim('payout-7') AS second_claim;
 SELECT count(*) AS payouts FROM payouts;
 
+-- publish from a distributed query: each version is a Citus local table
+-- (in Citus's metadata, so the view is too: no WARNING, and workers read the
+-- dataset); an identical republish returns the current version; rollback
+-- flips back; retention drops old versions cluster-wide.
+SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20');
+SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20');
+UPDATE sales SET amount = 0 WHERE id = 3;
+SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20', keep => 2);
+SELECT count(*) FILTER (WHERE amount = 0) AS zero_seen FROM sales_pub;
+SELECT idem.rollback('sales_pub');
+SELECT count(*) FILTER (WHERE amount = 0) AS zero_after_rollback FROM sales_pub;
+SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20', keep => 1);
+SELECT version, row_count FROM idem.versions('sales_pub') ORDER BY version;
+SELECT p.logicalrelid::text AS version_table, p.partmethod
+  FROM pg_dist_partition p WHERE p.logicalrelid::text LIKE 'sales_pub%' ORDER BY 1;
+
 -- A merge runs on the coordinator: from a worker (Citus runs queries on any
 -- node) it is refused with the reason; a dry run is allowed there.
 \getenv worker_port CITUS_WORKER_PORT
@@ -52,3 +68,5 @@ SELECT count(*) AS payouts FROM payouts;
 SET client_min_messages = warning;
 SELECT * FROM idem.merge_query('sales', 'SELECT id, day, amount + 1 AS amount, note FROM sales WHERE id < 10');
 SELECT * FROM idem.merge_query('sales', 'SELECT id, day, amount + 1 AS amount, note FROM sales WHERE id < 10', dry_run => true);
+-- The published dataset reads on a worker too.
+SELECT count(*) FILTER (WHERE amount = 0) AS zero_seen_on_worker FROM sales_pub;
