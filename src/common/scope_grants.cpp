@@ -1,5 +1,6 @@
 #include "common/scope_grants.hpp"
 
+#include "common/citus_tables.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
@@ -31,6 +32,21 @@ KindNames names_of(ScopeKind kind)
     return {"keys", "idempotency keys in scope"};
 }
 
+// idem's state tables are ordinary tables of the node that has them. On a
+// Citus worker (Citus runs queries on any node) they are that worker's own,
+// which no other node sees: a key claimed there could be claimed again on
+// the coordinator. Refused there, reads included (they would answer from
+// the worker's empty tables).
+void require_state_node(pg::SpiSession& spi, const KindNames& names)
+{
+    if (on_citus_coordinator(spi))
+        return;
+    throw UserError(sqlstate::kFeatureNotSupported,
+                    std::string("idem's ") + names.sql + " state lives on the Citus coordinator, not on this worker",
+                    "A worker's idem tables are its own: no other node sees a key, checkpoint or dataset there.",
+                    "Run the job on the coordinator (docs/scaling.md, Citus).");
+}
+
 }  // namespace
 
 // May the calling role use this scope? Superusers may; others need a row in
@@ -49,6 +65,7 @@ void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& s
     if (xact == cached_xact && user == cached_user && kind == cached_kind && scope == cached_scope)
         return;
     const KindNames names = names_of(kind);
+    require_state_node(spi, names);
     if (!pg::current_user_is_superuser()) {
         bool allowed = false;
         // Grants without a kind are 0.6.0's (a newer module before ALTER

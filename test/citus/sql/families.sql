@@ -70,3 +70,11 @@ SELECT * FROM idem.merge_query('sales', 'SELECT id, day, amount + 1 AS amount, n
 SELECT * FROM idem.merge_query('sales', 'SELECT id, day, amount + 1 AS amount, note FROM sales WHERE id < 10', dry_run => true);
 -- The published dataset reads on a worker too.
 SELECT count(*) FILTER (WHERE amount = 0) AS zero_seen_on_worker FROM sales_pub;
+-- idem's state (keys, checkpoints, datasets) lives on the coordinator: on a
+-- worker every state function is refused, reads included (the worker's own
+-- idem tables know nothing), and nothing is written there.
+SELECT idem.claim('payout-7') AS claim_on_worker;
+SELECT * FROM idem.key_status('payout-7');
+SELECT idem.advance('nightly', 5);
+SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20');
+SELECT (SELECT count(*) FROM idem.keys) AS worker_keys, (SELECT count(*) FROM idem.checkpoints) AS worker_checkpoints;
