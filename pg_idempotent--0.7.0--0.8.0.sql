@@ -194,6 +194,17 @@ CREATE AGGREGATE idem._repeat_hashes(VARIADIC "any") (
 COMMENT ON AGGREGATE idem._repeat_hashes(VARIADIC "any") IS
   'Internal (merge, append): the key hashes of a batch seen more than once, NULL when unknown';
 
+-- One row's v1 hash, the one a checksum adds up, as a numeric (0 to
+-- 2^128 - 1): the checksum of a Citus distributed table is
+-- count(*) and sum(idem._row_hash(...)), which Citus computes per shard on
+-- the workers; the coordinator adds the sums modulo 2^128. Runs as the
+-- caller, on the columns the caller reads.
+CREATE FUNCTION idem._row_hash(VARIADIC "any") RETURNS numeric
+  AS 'MODULE_PATHNAME', 'idem__row_hash'
+  LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem._row_hash("any") IS
+  'Internal (checksum on Citus): one row''s v1 hash as a number, the digest being their sum modulo 2^128';
+
 -- ---------------------------------------------------------------------------
 -- Append-only event logs, keyed by the event's own id (docs/append.md).
 CREATE FUNCTION idem.append(target regclass, source regclass,

@@ -39,6 +39,8 @@ Probe probe_of(SqlFeature feature)
         return {nullptr, nullptr, "_count_conflict", "0.8.0"};
     case SqlFeature::kRepeatHashes:
         return {nullptr, nullptr, "_repeat_hashes", "0.8.0"};
+    case SqlFeature::kRowHash:
+        return {nullptr, nullptr, "_row_hash", "0.8.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -22,6 +22,7 @@ enum class SqlFeature {
     kSwapCarryFunctions,    // idem._acl_statements and its siblings (0.8.0)
     kConflictTally,         // idem._count_conflict (0.8.0)
     kRepeatHashes,          // idem._repeat_hashes (0.8.0)
+    kRowHash,               // idem._row_hash (0.8.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

@@ -81,4 +81,38 @@ std::string MultisetDigest::text() const
     return out;
 }
 
+void digest_decimal_to(const Digest128& value, char* out) noexcept
+{
+    unsigned __int128 v = (static_cast<unsigned __int128>(value.hi) << 64) | value.lo;
+    char reversed[kDigestDecimalSize];
+    std::size_t n = 0;
+    do {
+        reversed[n++] = static_cast<char>('0' + static_cast<int>(v % 10));
+        v /= 10;
+    } while (v != 0);
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = reversed[n - 1 - i];
+    out[n] = '\0';
+}
+
+std::string digest_decimal(const Digest128& value)
+{
+    char text[kDigestDecimalSize];
+    digest_decimal_to(value, text);
+    return text;
+}
+
+std::optional<Digest128> digest_from_decimal(const std::string& decimal) noexcept
+{
+    if (decimal.empty())
+        return std::nullopt;
+    unsigned __int128 v = 0;  // arithmetic modulo 2^128, as the digest's sum
+    for (const char c : decimal) {
+        if (c < '0' || c > '9')
+            return std::nullopt;
+        v = v * 10 + static_cast<unsigned>(c - '0');
+    }
+    return Digest128{static_cast<std::uint64_t>(v >> 64), static_cast<std::uint64_t>(v)};
+}
+
 }  // namespace pg_idempotent::core

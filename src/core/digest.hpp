@@ -7,7 +7,9 @@
 // a row cancel out, so duplicating a row always changes the checksum.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace pg_idempotent::core {
@@ -64,6 +66,18 @@ private:
 // The row count a checksum text ("v1:<count>:<hex>") records; 0 for a text
 // of another shape.
 std::uint64_t digest_text_count(const std::string& text) noexcept;
+
+// A row hash as a decimal number (0 to 2^128 - 1), and a decimal sum of row
+// hashes (any size) back modulo 2^128: a digest's sum made by PostgreSQL's
+// own sum(numeric), which Citus splits between the workers and the
+// coordinator (checksum of a distributed table). nullopt for a text that is
+// not a non-negative decimal integer.
+std::string digest_decimal(const Digest128& value);
+// The same into out (at least kDigestDecimalSize bytes), NUL-terminated,
+// for a frame that must own nothing with a destructor.
+inline constexpr std::size_t kDigestDecimalSize = 40;  // 39 digits and the NUL
+void digest_decimal_to(const Digest128& value, char* out) noexcept;
+std::optional<Digest128> digest_from_decimal(const std::string& decimal) noexcept;
 
 // The prefix every checksum text starts with; bump it when the image changes.
 inline constexpr const char* kChecksumFormat = "v1";

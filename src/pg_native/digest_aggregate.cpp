@@ -84,20 +84,21 @@ State* new_state(MemoryContext context)
     return new (memory) State();  // trivially destructible
 }
 
-// The arguments' storage, read from the types the call was planned with.
-CallInfo* call_info(FunctionCallInfo fcinfo)
+// The arguments' storage, read from the types the call was planned with:
+// the arguments from first on (after an aggregate's state: 1).
+CallInfo* call_info(FunctionCallInfo fcinfo, int first)
 {
     auto* call = static_cast<CallInfo*>(fcinfo->flinfo->fn_extra);
     if (call != nullptr)
         return call;
     MemoryContext context = fcinfo->flinfo->fn_mcxt;
-    const int n = PG_NARGS() - 1;
+    const int n = PG_NARGS() - first;
     call = static_cast<CallInfo*>(MemoryContextAllocZero(context, sizeof(CallInfo)));
     call->argument_count = n;
     call->arguments = static_cast<ArgumentInfo*>(
         MemoryContextAlloc(context, sizeof(ArgumentInfo) * static_cast<Size>(n > 0 ? n : 1)));
     for (int i = 0; i < n; ++i) {
-        const Oid type = get_fn_expr_argtype(fcinfo->flinfo, i + 1);
+        const Oid type = get_fn_expr_argtype(fcinfo->flinfo, i + first);
         if (!OidIsValid(type))
             elog(ERROR, "could not determine the type of argument %d of idem._digest_agg", i + 1);
         get_typlenbyval(type, &call->arguments[i].typlen, &call->arguments[i].typbyval);
@@ -127,12 +128,13 @@ uint64 get_u64le(const unsigned char* in)
     return v;
 }
 
-// The hash of the row given as the arguments after the state.
-pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinfo, const char* aggregate)
+// The hash of the row given as the arguments from first on (after an
+// aggregate's state: 1).
+pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinfo, const char* aggregate, int first = 1)
 {
-    const CallInfo* call = call_info(fcinfo);
-    if (call->argument_count != PG_NARGS() - 1)
-        elog(ERROR, "%s: planned for %d columns, given %d", aggregate, call->argument_count, PG_NARGS() - 1);
+    const CallInfo* call = call_info(fcinfo, first);
+    if (call->argument_count != PG_NARGS() - first)
+        elog(ERROR, "%s: planned for %d columns, given %d", aggregate, call->argument_count, PG_NARGS() - first);
     // Detoasted copies go to the current context, which the executor resets
     // for every input row. The arguments' array and count are read into
     // locals, as in the digest receiver's loop: the hasher's byte stores may
@@ -143,7 +145,7 @@ pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinf
     h->begin_row(static_cast<uint32>(count));
     for (int i = 0; i < count; ++i) {
         const ArgumentInfo& a = arguments[i];
-        feed_column_image(h, PG_GETARG_DATUM(i + 1), PG_ARGISNULL(i + 1), a.typlen, a.typbyval);
+        feed_column_image(h, PG_GETARG_DATUM(i + first), PG_ARGISNULL(i + first), a.typlen, a.typbyval);
     }
     const core::Digest128 row = h->end_row();
     if (!h->ok())
@@ -309,6 +311,14 @@ Datum digest_sample_agg_final(FunctionCallInfo fcinfo)
     auto* scratch = static_cast<std::uint64_t*>(palloc(sizeof(std::uint64_t) * (state->sample.size() + 1)));
     state->sample.hex_into(end, scratch);
     PG_RETURN_TEXT_P(cstring_to_text(text));
+}
+
+Datum row_hash(FunctionCallInfo fcinfo)
+{
+    const core::Digest128 row = hash_arguments(fcinfo, "idem._row_hash", 0);
+    char decimal[core::kDigestDecimalSize];  // no destructor: numeric_in may raise
+    core::digest_decimal_to(row, decimal);
+    return DirectFunctionCall3(numeric_in, CStringGetDatum(decimal), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 }
 
 }  // namespace pg_idempotent::pg

@@ -31,4 +31,10 @@ Datum digest_sample_agg_serialize(FunctionCallInfo fcinfo);
 Datum digest_sample_agg_deserialize(FunctionCallInfo fcinfo);
 Datum digest_sample_agg_final(FunctionCallInfo fcinfo);
 
+// idem._row_hash(VARIADIC "any"): one row's v1 hash, the one the digest
+// adds up, as a numeric from 0 to 2^128 - 1. Immutable: Citus runs
+// sum(idem._row_hash(...)) on the workers, and the coordinator adds the
+// shards' sums (proof/checksum.cpp).
+Datum row_hash(FunctionCallInfo fcinfo);
+
 }  // namespace pg_idempotent::pg

@@ -300,3 +300,34 @@ TEST(DigestTextCount, OtherShapesAreZero)
 }
 
 }  // namespace
+
+namespace {
+
+// A digest's sum as a decimal number and back (checksum of a Citus
+// distributed table: PostgreSQL's sum(numeric) of the row hashes, any size,
+// taken modulo 2^128).
+TEST(DigestDecimal, RoundTripsAndWrapsModulo2To128)
+{
+    using pg_idempotent::core::Digest128;
+    using pg_idempotent::core::digest_decimal;
+    using pg_idempotent::core::digest_from_decimal;
+    EXPECT_EQ(digest_decimal(Digest128{0, 0}), "0");
+    EXPECT_EQ(digest_decimal(Digest128{0, 12345}), "12345");
+    EXPECT_EQ(digest_decimal(Digest128{1, 0}), "18446744073709551616");
+    const Digest128 max{~0ULL, ~0ULL};
+    EXPECT_EQ(digest_decimal(max), "340282366920938463463374607431768211455");
+    EXPECT_EQ(*digest_from_decimal(digest_decimal(max)), max);
+    EXPECT_EQ(*digest_from_decimal("18446744073709551616"), (Digest128{1, 0}));
+    // 2^128 + 5: the sum of two hashes that overflowed wraps as the digest does.
+    EXPECT_EQ(*digest_from_decimal("340282366920938463463374607431768211461"), (Digest128{0, 5}));
+    // Adding as decimals then reducing equals adding modulo 2^128.
+    pg_idempotent::core::MultisetDigest d;
+    d.add(max);
+    d.add(Digest128{0, 7});
+    EXPECT_EQ(d.sum(), (Digest128{0, 6}));
+    EXPECT_FALSE(digest_from_decimal("").has_value());
+    EXPECT_FALSE(digest_from_decimal("12a").has_value());
+    EXPECT_FALSE(digest_from_decimal("-1").has_value());
+}
+
+}  // namespace
