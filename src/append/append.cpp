@@ -152,20 +152,6 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, bool arbiter)
     pg::lock_unit(pg::UnitLockSpace::kAppendTarget, target.oid, pg::UnitLockMode::kExclusive);
 }
 
-// append counts duplicates as its statement meets them (conflict_tally.hpp);
-// on a Citus table parts of that statement run on the workers, where those
-// counts are lost: a colocated batch's replay counted 0 duplicates, not 16.
-// Refused until append has a statement shape for Citus (docs/scaling.md).
-void refuse_citus_target(pg::SpiSession& spi, const pg::Relation& target)
-{
-    if (citus_table(spi, target.oid).kind == CitusKind::kNone)
-        return;
-    throw UserError(sqlstate::kFeatureNotSupported,
-                    "idem.append does not support Citus table \"" + target.display + "\" yet",
-                    "Its counts of duplicate and conflicting events would be made on the workers and lost.",
-                    "Append into a plain table, or merge into the distributed table with idem.merge.");
-}
-
 // Thrown inside the one-INSERT append's subtransaction to roll it back.
 struct GiveWay {};
 
@@ -279,7 +265,6 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     pg::SpiSession spi;
     require_sql(SqlFeature::kConflictTally, "idem.append");
     const pg::Relation target = describe_target(target_oid);
-    refuse_citus_target(spi, target);
     const SourceShape src = describe_source(source, "idem.append");
     const auto indexes = pg::unique_indexes(target_oid);
     const std::vector<std::string> key = resolve_key(target, options.key, indexes, "idem.append",
@@ -287,7 +272,10 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     for (const auto& k : key)
         if (find_column(src.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
-    const core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);
+    const CitusTable citus = citus_table(spi, target_oid);
+    check_citus_write(spi, citus, target.display, key, "idem.append", false);
+    core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);
+    spec.citus = citus.kind != CitusKind::kNone;
     lock_target(spi, target, spec.arbiter);
     const std::vector<std::int64_t> counts = run_append(spi, spec, target, options.within);
     record_append(spi, clock, target, src, counts);

@@ -186,7 +186,7 @@ std::string ins_cte(const AppendSpec& s)
         values.push_back("p." + c.name);
     }
     std::string conflict;
-    if (s.arbiter)
+    if (s.arbiter && !s.citus)
         conflict = "\n ON CONFLICT (" + key_list(s.keys, "") + ") DO UPDATE SET " + s.keys[0].name + " = t." +
                    s.keys[0].name + " WHERE idem._count_conflict($1::pg_catalog.regclass, " +
                    images_equal(s.compare_columns, "EXCLUDED", "t", false) + ", false)";
@@ -206,6 +206,8 @@ bool guarded_fast_append(const AppendSpec& s)
 
 bool fast_append_applies(const AppendSpec& s)
 {
+    if (s.citus)
+        return false;
     if (guarded_fast_append(s))
         return finds_repeats(s) && s.stable_source;
     return s.arbiter || !s.check_duplicates ? !s.window_column || s.stable_source : false;

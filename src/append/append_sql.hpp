@@ -46,6 +46,11 @@ struct AppendSpec {
     // As merge's (merge_sql.hpp): stats finds the keys that may repeat from
     // their hashes; false: tops groups every row.
     bool hash_keys = false;
+    // A Citus table: Citus runs parts of a write on the workers, where
+    // idem._count_conflict's counts are lost (and refuses it in ON CONFLICT
+    // ... WHERE): the whole statement only, its INSERT without ON CONFLICT
+    // (appends of one target take turns on the coordinator).
+    bool citus = false;
 };
 
 // $1 is the target's OID (regclass), $2 the window's interval (with

@@ -1,6 +1,9 @@
 #include "common/citus_tables.hpp"
 
+#include <algorithm>
+
 #include "pg/catalog.hpp"
+#include "pg/errors.hpp"
 
 namespace pg_idempotent {
 
@@ -36,6 +39,27 @@ bool on_citus_coordinator(pg::SpiSession& spi)
     if (!citus_installed())
         return true;
     return spi.query("SELECT pg_catalog.citus_is_coordinator()", {}, true).rows.at(0).at(0) == "t";
+}
+
+void check_citus_write(pg::SpiSession& spi, const CitusTable& citus, const std::string& target,
+                       const std::vector<std::string>& key, const std::string& function, bool dry_run)
+{
+    using pg::UserError;
+    namespace sqlstate = pg::sqlstate;
+    if (citus.kind == CitusKind::kDistributed &&
+        std::find(key.begin(), key.end(), citus.distribution_column) == key.end())
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "the key of " + function + " into distributed table \"" + target +
+                            "\" must hold its distribution column \"" + citus.distribution_column + "\"",
+                        "Citus places each row by its distribution column; a key without it could be on any shard.",
+                        "Pass key => ARRAY[...] with \"" + citus.distribution_column +
+                            "\" and the other key columns, with a unique index on them.");
+    if (citus.kind != CitusKind::kNone && !dry_run && !on_citus_coordinator(spi))
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        function + " into Citus table \"" + target + "\" runs on the coordinator",
+                        "Writes of one target take turns through a lock on the node that runs them; a worker's "
+                        "locks are its own.",
+                        "Connect to the coordinator to write.");
 }
 
 }  // namespace pg_idempotent

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "pg/spi.hpp"
 
@@ -26,6 +27,14 @@ struct CitusTable {
 bool citus_installed();
 
 CitusTable citus_table(pg::SpiSession& spi, std::uint32_t relid);
+
+// A write of function (idem.merge, idem.append) into a Citus table: 0A000
+// when a distributed target's key lacks its distribution column (Citus
+// places rows by it, and allows a unique index only with it: a key without
+// it could be on any shard), or when this node is not the coordinator (a
+// write's lock is the node's own) and the write is not a dry run.
+void check_citus_write(pg::SpiSession& spi, const CitusTable& citus, const std::string& target,
+                       const std::vector<std::string>& key, const std::string& function, bool dry_run);
 
 // Whether this node may run a write that takes the extension's own unit
 // locks: the coordinator, where every such lock of a Citus cluster is taken

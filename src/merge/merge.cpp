@@ -256,30 +256,6 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     return spec;
 }
 
-// On Citus: a distributed target's rows are found by their key, so the key
-// must place them (hold the distribution column): else one key could sit
-// on two shards, and the unique index that makes the insert safe is per
-// shard. A write runs on the coordinator, where the extension's locks of
-// the whole cluster are (a worker's are its own).
-void check_citus_target(pg::SpiSession& spi, const pg::Relation& target, const CitusTable& citus,
-                        const std::vector<std::string>& key, const MergeOptions& options)
-{
-    if (citus.kind == CitusKind::kDistributed &&
-        std::find(key.begin(), key.end(), citus.distribution_column) == key.end())
-        throw UserError(sqlstate::kFeatureNotSupported,
-                        "the key of a merge into distributed table \"" + target.display +
-                            "\" must hold its distribution column \"" + citus.distribution_column + "\"",
-                        "Citus places each row by its distribution column; a key without it could be on any shard.",
-                        "Pass key => ARRAY[...] with \"" + citus.distribution_column +
-                            "\" and the other key columns, with a unique index on them.");
-    if (citus.kind != CitusKind::kNone && !options.dry_run && !on_citus_coordinator(spi))
-        throw UserError(sqlstate::kFeatureNotSupported,
-                        "idem.merge into Citus table \"" + target.display + "\" runs on the coordinator",
-                        "Merges of one target take turns through a lock on the node that runs them; a worker's "
-                        "locks are its own.",
-                        "Connect to the coordinator to merge.");
-}
-
 // Merges of one target run one after another. Each takes its row locks in
 // two passes (the new keys as it inserts them, then the rows it updates or
 // deletes), each in key order; two merges that see one key differently (new
@@ -378,7 +354,7 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
         if (find_column(src.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
     const CitusTable citus = citus_table(spi, target_oid);
-    check_citus_target(spi, target, citus, key, options);
+    check_citus_write(spi, citus, target.display, key, "idem.merge", options.dry_run);
     require_unique_index(target, key, indexes);
     if (options.version_column)
         check_version_column(*options.version_column, src, target, key);

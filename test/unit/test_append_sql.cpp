@@ -224,3 +224,23 @@ TEST(AppendSql, OneGuardedInsertWithoutAUniqueIndex)
 }
 
 }  // namespace
+
+namespace {
+
+// On a Citus table: never the one INSERT (its counts would be made on the
+// workers), and the whole statement's INSERT has no ON CONFLICT (Citus
+// refuses a volatile function in ON CONFLICT ... WHERE).
+TEST(AppendSql, ACitusTargetTakesTheWholeStatementWithoutOnConflict)
+{
+    AppendSpec s = events();
+    s.arbiter = true;
+    s.stable_source = true;
+    EXPECT_TRUE(pg_idempotent::core::fast_append_applies(s));
+    EXPECT_TRUE(has(build_append_sql(s), "ON CONFLICT"));
+    s.citus = true;
+    EXPECT_FALSE(pg_idempotent::core::fast_append_applies(s));
+    EXPECT_FALSE(has(build_append_sql(s), "ON CONFLICT"));
+    EXPECT_FALSE(has(build_append_sql(s), "_count_conflict"));
+}
+
+}  // namespace

@@ -444,7 +444,7 @@ TEST(MergeSql, FirstLoadIsOneInsertOnConflict)
     EXPECT_FALSE(has(build_first_load_sql(unique), "_raise"));
 }
 
-TEST(MergeSql, FirstLoadOnlyWithoutVersionsDeletesOrDryRun)
+TEST(MergeSql, FirstLoadOnlyWithoutVersionsDeletesDryRunOrCitus)
 {
     EXPECT_TRUE(first_load_applies(plain()));
     EXPECT_FALSE(first_load_applies(versioned()));
@@ -458,6 +458,10 @@ TEST(MergeSql, FirstLoadOnlyWithoutVersionsDeletesOrDryRun)
     MergeSpec flagged = plain();
     flagged.delete_column = "gone";
     EXPECT_FALSE(first_load_applies(flagged));
+    // Citus refuses idem._count_conflict in ON CONFLICT ... WHERE.
+    MergeSpec citus = plain();
+    citus.citus = true;
+    EXPECT_FALSE(first_load_applies(citus));
 }
 
 TEST(ConflictTally, CountsEachTargetsConflictsUntilReset)
