@@ -316,6 +316,13 @@ run_citus_suite() {
     count_regress_output "$RUN_DIR/citus-isolation.log" citus-isolation
     [ $((PASSED + FAILED)) -eq "$before" ] && note_result citus-isolation/runner fail
     [ -f "$RUN_DIR/citus-isolation/regression.diffs" ] && cat "$RUN_DIR/citus-isolation/regression.diffs"
+    # The pg_idempotent rerun command against the coordinator.
+    before=$((PASSED + FAILED))
+    bash test/citus/cli.sh cli/pg_idempotent "$PGBIN/psql" \
+        "host=$CITUS_DIR port=${CITUS_PORTS[0]} dbname=postgres user=postgres" >"$RUN_DIR/citus-cli.log" 2>&1
+    cat "$RUN_DIR/citus-cli.log"
+    count_regress_output "$RUN_DIR/citus-cli.log" citus-cli
+    [ $((PASSED + FAILED)) -eq "$before" ] && note_result citus-cli/runner fail
     local problems
     problems=$(citus_log_problems)
     if [ -n "$problems" ]; then echo "$problems"; note_result citus/server-log fail; fi

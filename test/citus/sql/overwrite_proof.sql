@@ -1,5 +1,5 @@
--- Overwrite and the proof on Citus (issue 25): replace_where and
--- overwrite_partition (rewrite and swap) on distributed tables from the
+-- Overwrite and the proof on Citus (issue 25): replace_where,
+-- overwrite_partition (rewrite and swap) and swap_partition on distributed tables from the
 -- coordinator, their identical-rerun skip proven honest after a change made
 -- directly on a worker's shard, and assert_rerun_safe of a merge job into a
 -- distributed table (both runs rolled back).
@@ -49,6 +49,18 @@ SELECT day, count(*), sum(revenue) FROM sales_p GROUP BY day ORDER BY day;
 SELECT idem.checksum('sales_p') = idem.checksum_query(
   'SELECT day, store, sum(amount) * CASE WHEN day = ''2026-01-02'' THEN 2 ELSE 1 END AS revenue FROM raw GROUP BY day, store')
   AS as_the_queries_say;
+
+-- swap_partition: a colocated distributed staging table takes the
+-- partition's place, readers see its rows.
+CREATE TABLE sp (day date NOT NULL, store int NOT NULL, revenue numeric) PARTITION BY RANGE (day);
+CREATE TABLE sp_0101 PARTITION OF sp FOR VALUES FROM ('2026-01-01') TO ('2026-01-02');
+SELECT create_distributed_table('sp', 'store', colocate_with => 'raw');
+INSERT INTO sp SELECT '2026-01-01', g, g FROM generate_series(1, 5) g;
+CREATE TABLE sp_stage (day date NOT NULL, store int NOT NULL, revenue numeric);
+SELECT create_distributed_table('sp_stage', 'store', colocate_with => 'raw');
+INSERT INTO sp_stage SELECT '2026-01-01', g, g * 10 FROM generate_series(1, 5) g;
+SELECT * FROM idem.swap_partition('sp_0101', 'sp_stage');
+SELECT count(*), sum(revenue) FROM sp;
 
 -- assert_rerun_safe of a merge job into a distributed table: two runs, the
 -- same checksum, and the table as it was before (both rolled back).
