@@ -1,5 +1,7 @@
 #include "pg/catalog.hpp"
 
+#include <algorithm>
+
 #include "pg/guard.hpp"
 #include "pg/spi.hpp"
 
@@ -22,6 +24,7 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "utils/catcache.h"
 #include "utils/lsyscache.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 }
@@ -312,6 +315,41 @@ std::vector<Column> describe_query(const std::string& sql)
     }
     spi.finish();
     return cols;
+}
+
+std::vector<std::uint32_t> query_relations(const std::string& sql)
+{
+    SpiSession spi;
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(sql.c_str(), 0, nullptr); });
+    if (plan == nullptr)
+        throw UserError(sqlstate::kInternalError, "could not prepare the query");
+    std::vector<std::uint32_t> relations;
+    // Each plan source's relationOids: every relation its rewritten query
+    // tree names, sublinks and CTEs included (what plan invalidation uses).
+    const int count = pg_call([&]() noexcept {
+        int n = 0;
+        ListCell* s = nullptr;
+        foreach (s, SPI_plan_get_plan_sources(plan)) {
+            const auto* source = static_cast<CachedPlanSource*>(lfirst(s));
+            n += list_length(source->relationOids);
+        }
+        return n;
+    });
+    relations.reserve(static_cast<std::size_t>(count));
+    pg_call([&]() noexcept {
+        ListCell* s = nullptr;
+        foreach (s, SPI_plan_get_plan_sources(plan)) {
+            const auto* source = static_cast<CachedPlanSource*>(lfirst(s));
+            ListCell* r = nullptr;
+            foreach (r, source->relationOids) {
+                const Oid oid = lfirst_oid(r);
+                if (std::find(relations.begin(), relations.end(), oid) == relations.end())
+                    relations.push_back(oid);
+            }
+        }
+    });
+    spi.finish();
+    return relations;
 }
 
 std::string btree_operator(std::uint32_t type_oid, int strategy, const std::string& column)

@@ -72,6 +72,11 @@ std::vector<UniqueIndex> unique_indexes(std::uint32_t relation);
 // names them. Caller SQL: runs under the caller's search_path and privileges.
 std::vector<Column> describe_query(const std::string& sql);
 
+// The relations a query reads (tables, views and the tables behind them),
+// found by parsing and rewriting it as the caller, without running it; in
+// the order PostgreSQL lists them, each once.
+std::vector<std::uint32_t> query_relations(const std::string& sql);
+
 // "OPERATOR(schema.op)" for a btree strategy (1 <, 3 =, 5 >) of the type's
 // default btree operator class, so citext and other extension types compare
 // the way their unique indexes do. UserError 42883 when the type has none.

@@ -1,6 +1,8 @@
 #include "publish/publish.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "common/citus_tables.hpp"
@@ -401,18 +403,58 @@ struct VersionTable {
     std::string checksum;
 };
 
+// The distributed table a version table on Citus is colocated with: the
+// first one the query reads whose distribution column is a column of the
+// version table, by name and type (its rows are placed as the source's).
+std::optional<std::pair<std::uint32_t, std::string>> colocation_source(pg::SpiSession& spi, const std::string& query,
+                                                                       std::uint32_t version_table)
+{
+    const pg::Relation built = pg::describe_relation(version_table);
+    for (const std::uint32_t relid : pg::query_relations(query)) {
+        const CitusTable source = citus_table(spi, relid);
+        if (source.kind != CitusKind::kDistributed)
+            continue;
+        const pg::Relation rel = pg::describe_relation(relid);
+        for (const auto& c : built.columns)
+            for (const auto& s : rel.columns)
+                if (c.name == source.distribution_column && s.name == c.name && s.type_oid == c.type_oid)
+                    return std::make_pair(relid, c.name);
+    }
+    return std::nullopt;
+}
+
+// A version table on Citus, in Citus's metadata (a view over a table
+// outside it stays on this node, with a WARNING at every flip, and workers
+// could not read the dataset): distributed and colocated with a distributed
+// table the query reads, by its distribution column, when the version
+// table has that column; else a Citus local table on this node. The query
+// runs once: the table is made empty, placed, then filled.
+std::uint64_t build_on_citus(pg::SpiSession& spi, const std::string& table, const std::string& query)
+{
+    spi.execute("CREATE TABLE " + table + " AS " + query + "\n WITH NO DATA");
+    const auto oid = static_cast<std::uint32_t>(
+        std::stoul(spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(table)})
+                       .rows.at(0)
+                       .at(0)
+                       .value_or("0")));
+    if (const auto source = colocation_source(spi, query, oid))
+        spi.query(
+            "SELECT pg_catalog.create_distributed_table($1::pg_catalog.regclass, $2, colocate_with => "
+            "$3::pg_catalog.regclass::pg_catalog.text)",
+            {Param::of_text(table), Param::of_text(source->second), Param::of_oid(source->first)});
+    else
+        spi.query("SELECT pg_catalog.citus_add_local_table_to_metadata($1::pg_catalog.regclass)",
+                  {Param::of_text(table)});
+    return spi.execute("INSERT INTO " + table + " SELECT * FROM (" + query + "\n) AS idem_version");
+}
+
 VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int version, const std::string& query,
                                  std::uint32_t owner)
 {
     VersionTable t;
     t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(version_table_name(d.name, version));
-    t.rows = spi.execute("CREATE TABLE " + t.qualified + " AS " + query);
-    // On Citus, a Citus local table (still on this node): a view over a
-    // table outside Citus's metadata stays local to this node, with a
-    // WARNING at every flip, and workers could not read the dataset.
-    if (citus_installed())
-        spi.query("SELECT pg_catalog.citus_add_local_table_to_metadata($1::pg_catalog.regclass)",
-                  {Param::of_text(t.qualified)});
+    t.rows = citus_installed() ? build_on_citus(spi, t.qualified, query)
+                               : spi.execute("CREATE TABLE " + t.qualified + " AS " + query);
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
                 pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
                                   " (immutable; readers query the view)"));

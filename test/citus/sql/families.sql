@@ -52,10 +52,12 @@ COMMIT;
 SELECT idem.claim('payout-7') AS second_claim;
 SELECT count(*) AS payouts FROM payouts;
 
--- publish from a distributed query: each version is a Citus local table
--- (in Citus's metadata, so the view is too: no WARNING, and workers read the
--- dataset); an identical republish returns the current version; rollback
--- flips back; retention drops old versions cluster-wide.
+-- publish from a distributed query: a version table that has the
+-- distribution column of a distributed table the query reads is
+-- distributed by it, colocated with that table; another is a Citus local
+-- table. Either is in Citus's metadata, so the view is too (no WARNING) and
+-- workers read the dataset. An identical republish returns the current
+-- version; rollback flips back; retention drops old versions cluster-wide.
 SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20');
 SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20');
 UPDATE sales SET amount = 0 WHERE id = 3;
@@ -65,8 +67,14 @@ SELECT idem.rollback('sales_pub');
 SELECT count(*) FILTER (WHERE amount = 0) AS zero_after_rollback FROM sales_pub;
 SELECT idem.publish('sales_pub', 'SELECT id, amount FROM sales WHERE id <= 20', keep => 1);
 SELECT version, row_count FROM idem.versions('sales_pub') ORDER BY version;
-SELECT p.logicalrelid::text AS version_table, p.partmethod
+SELECT p.logicalrelid::text AS version_table, p.partmethod,
+       p.colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'sales'::regclass) AS with_sales
   FROM pg_dist_partition p WHERE p.logicalrelid::text LIKE 'sales_pub%' ORDER BY 1;
+SELECT idem.publish('sales_by_day', 'SELECT day, sum(amount) AS amount FROM sales GROUP BY day');
+SELECT p.logicalrelid::text AS version_table, p.partmethod
+  FROM pg_dist_partition p WHERE p.logicalrelid::text LIKE 'sales_by_day%';
+SELECT idem.checksum('sales_by_day') = idem.checksum_query('SELECT day, sum(amount) AS amount FROM sales GROUP BY day')
+  AS by_day_as_queried;
 
 CREATE TABLE w_events (id bigint PRIMARY KEY, kind text);
 SELECT create_distributed_table('w_events', 'id');
