@@ -27,3 +27,15 @@ SELECT show_error($$SELECT * FROM idem.diff('diff_a', 'diff_b', '{nope}')$$);
 SELECT show_error($$SELECT * FROM idem.diff(NULL, 'diff_b')$$);
 SELECT show_error($$SELECT * FROM idem.diff('diff_a', 'diff_b', max_rows => -1)$$);
 SELECT show_error($$SELECT * FROM idem.diff('diff_a', 'diff_b', max_rows => NULL)$$);
+
+-- A row of more than 50 columns (jsonb_build_object takes 50 pairs: the
+-- row's JSON is built in parts): every column named in row_data.
+SELECT format('CREATE TABLE d_wide (%s)', string_agg(format('c%s int', g), ', ' ORDER BY g))
+  FROM generate_series(1, 60) g \gexec
+INSERT INTO d_wide SELECT g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g,
+                          g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g, g * 10
+  FROM generate_series(1, 2) g;
+CREATE TABLE d_wide_b AS SELECT * FROM d_wide WHERE c1 = 1;
+SELECT side, copies, (SELECT count(*) FROM jsonb_object_keys(row_data)) AS columns_named,
+       row_data->>'c1' AS c1, row_data->>'c60' AS c60
+  FROM idem.diff('d_wide', 'd_wide_b');

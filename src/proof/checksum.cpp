@@ -65,6 +65,24 @@ std::string select_kept(const pg::Relation& rel, const std::vector<const pg::Col
     return core::select_columns(quoted, rel.qualified);
 }
 
+// A row of s as JSON, its columns named (to_jsonb(s) of a subquery that
+// Citus read through an intermediate result named them f1, f2, ...):
+// jsonb_build_object takes 50 pairs at most, so larger rows are joined.
+std::string row_json(const std::vector<const pg::Column*>& kept)
+{
+    constexpr std::size_t kPairsPerCall = 50;
+    std::vector<std::string> calls;
+    for (std::size_t i = 0; i < kept.size(); i += kPairsPerCall) {
+        std::vector<std::string> pairs;
+        for (std::size_t j = i; j < kept.size() && j < i + kPairsPerCall; ++j)
+            pairs.push_back(pg::quote_literal(kept[j]->name) + ", s." + pg::quote_ident(kept[j]->name));
+        calls.push_back("pg_catalog.jsonb_build_object(" + core::join(pairs) + ")");
+    }
+    if (calls.empty())
+        return "'{}'::pg_catalog.jsonb";
+    return core::join(calls, " OPERATOR(pg_catalog.||) ");
+}
+
 // A Citus distributed table: each shard's count and sum of row hashes are
 // made on its worker (Citus splits count and sum into a part per shard and
 // adds the parts), and only those numbers travel, not the rows; the sum
@@ -157,12 +175,12 @@ void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
         " ORDER BY u.h LIMIT $1),"
         " samples AS ("
         " SELECT DISTINCT ON (x.h) x.h, x.row_data FROM ("
-        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" +
-        sa +
+        "  SELECT idem._row_digest(s) AS h, " +
+        row_json(ka) + " AS row_data FROM (" + sa +
         ") s"
         "  UNION ALL"
-        "  SELECT idem._row_digest(s) AS h, pg_catalog.to_jsonb(s) AS row_data FROM (" +
-        sb +
+        "  SELECT idem._row_digest(s) AS h, " +
+        row_json(kb) + " AS row_data FROM (" + sb +
         ") s) x"
         " WHERE x.h OPERATOR(pg_catalog.=) ANY (SELECT c.h FROM counted c)"
         " ORDER BY x.h)"
