@@ -75,6 +75,14 @@ SELECT p.logicalrelid::text AS version_table, p.partmethod
 SELECT idem.checksum('sales_by_day') = idem.checksum_query('SELECT day, sum(amount) AS amount FROM sales GROUP BY day')
   AS by_day_as_queried;
 
+-- Checkpoints: run_once with a distributed effect runs once per watermark,
+-- the watermark on the coordinator.
+CREATE TABLE loaded (id bigint PRIMARY KEY);
+SELECT create_distributed_table('loaded', 'id');
+SELECT idem.run_once('loader', 50::bigint, 'INSERT INTO loaded SELECT g FROM generate_series(1, 50) g') AS ran;
+SELECT idem.run_once('loader', 50::bigint, 'INSERT INTO loaded SELECT g FROM generate_series(1, 50) g') AS rerun;
+SELECT idem.watermark('loader') AS watermark, (SELECT count(*) FROM loaded) AS loaded;
+
 CREATE TABLE w_events (id bigint PRIMARY KEY, kind text);
 SELECT create_distributed_table('w_events', 'id');
 
