@@ -5,6 +5,7 @@
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
 #include "overwrite/row_sample.hpp"
+#include "pg_native/aggregate_context.hpp"
 #include "pg_native/row_digest_receiver.hpp"
 
 namespace pg_idempotent::pg {
@@ -69,12 +70,7 @@ void destroy_hasher(void* arg)
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
 {
-    MemoryContext context = nullptr;
-    if (!AggCheckCallContext(fcinfo, &context))
-        ereport(ERROR,
-                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s can only be called by its aggregate", caller),
-                 errhint("Use idem.checksum or idem.checksum_query.")));
-    return context;
+    return pg::aggregate_context(fcinfo, caller, "Use idem.checksum or idem.checksum_query.");
 }
 
 template <typename State>

@@ -4,6 +4,7 @@
 
 #include "catalog/pg_collation.h"
 #include "core/repeat_hashes.hpp"
+#include "pg_native/aggregate_context.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -69,12 +70,7 @@ void release(void*, void* memory)
 
 MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
 {
-    MemoryContext context = nullptr;
-    if (!AggCheckCallContext(fcinfo, &context))
-        ereport(ERROR,
-                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s can only be called by its aggregate", caller),
-                 errhint("idem._repeat_hashes is internal to idem.merge and idem.append.")));
-    return context;
+    return pg::aggregate_context(fcinfo, caller, "idem._repeat_hashes is internal to idem.merge and idem.append.");
 }
 
 }  // namespace
