@@ -173,6 +173,12 @@ CREATE FUNCTION idem._key_hash(VARIADIC "any") RETURNS bigint
 COMMENT ON FUNCTION idem._key_hash("any") IS
   'Internal (merge, append): a 64-bit hash of a key''s columns, equal for keys equal by their types'' equality';
 
+CREATE FUNCTION idem._key_repeats(repeats bigint[], VARIADIC "any") RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem__key_repeats'
+  LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem._key_repeats(bigint[], "any") IS
+  'Internal (merge, append): whether a key''s hash is among repeats (true for every key when repeats is NULL)';
+
 CREATE FUNCTION idem._repeat_hashes_add(internal, VARIADIC "any") RETURNS internal
   AS 'MODULE_PATHNAME', 'idem__repeat_hashes_add'
   LANGUAGE C IMMUTABLE PARALLEL SAFE;

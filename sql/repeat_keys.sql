@@ -21,6 +21,12 @@ SELECT show_error($$SELECT idem._repeat_hashes_final(NULL::internal)$$);
 SELECT idem._key_hash(1::numeric) = idem._key_hash(1.0::numeric) AS numeric_equal,
        idem._key_hash(1, NULL::int) IS NULL AS null_key,
        idem._key_hash(1, 2) <> idem._key_hash(2, 1) AS ordered;
+-- _key_repeats: tops' filter, a key's hash among the repeated ones (every
+-- key when they are unknown, no NULL key).
+SELECT idem._key_repeats(NULL, 1) AS unknown_all,
+       idem._key_repeats(ARRAY[idem._key_hash(1), idem._key_hash(7)], 7) AS listed,
+       idem._key_repeats(ARRAY[idem._key_hash(1)], 2) AS not_listed,
+       idem._key_repeats('{}', NULL::int) AS null_key;
 
 CREATE TABLE rk_target (id bigint PRIMARY KEY, v text);
 CREATE TABLE rk_batch (id bigint, v text);

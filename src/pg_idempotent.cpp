@@ -69,6 +69,7 @@ PG_FUNCTION_INFO_V1(idem__digest_sample_agg_serialize);
 PG_FUNCTION_INFO_V1(idem__digest_sample_agg_deserialize);
 PG_FUNCTION_INFO_V1(idem__digest_sample_agg_final);
 PG_FUNCTION_INFO_V1(idem__key_hash);
+PG_FUNCTION_INFO_V1(idem__key_repeats);
 PG_FUNCTION_INFO_V1(idem__row_hash);
 PG_FUNCTION_INFO_V1(idem__repeat_hashes_add);
 PG_FUNCTION_INFO_V1(idem__repeat_hashes_final);
@@ -173,6 +174,10 @@ Datum idem__digest_agg_final(PG_FUNCTION_ARGS)
 Datum idem__row_hash(PG_FUNCTION_ARGS)
 {
     return pg::row_hash(fcinfo);
+}
+Datum idem__key_repeats(PG_FUNCTION_ARGS)
+{
+    return pg::key_repeats(fcinfo);
 }
 Datum idem__key_hash(PG_FUNCTION_ARGS)
 {

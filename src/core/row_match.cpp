@@ -84,9 +84,8 @@ std::string repeat_candidates(const std::vector<AssignmentTarget>& keys)
 {
     const std::string repeats = "st.\"idem$repeats\"";
     return "(SELECT " + repeats + " IS NULL OR pg_catalog.cardinality(" + repeats +
-           ") OPERATOR(pg_catalog.>) 0 FROM stats st) AND ((SELECT " + repeats +
-           " IS NULL FROM stats st) OR idem._key_hash(" + key_list(keys, "src") + ") IN (SELECT pg_catalog.unnest(" +
-           repeats + ") FROM stats st))";
+           ") OPERATOR(pg_catalog.>) 0 FROM stats st) AND idem._key_repeats((SELECT " + repeats + " FROM stats st), " +
+           key_list(keys, "src") + ")";
 }
 
 }  // namespace pg_idempotent::core

@@ -41,7 +41,8 @@ std::string null_key_checks(const std::vector<AssignmentTarget>& keys);
 
 // The WHERE of tops when stats holds the repeated key hashes (column
 // "idem$repeats" of "stats", idem._repeat_hashes over the key columns): only
-// the rows of those keys (idem._key_hash), no row at all when no key repeats
+// the rows of those keys (idem._key_repeats: the key's hash among them, no
+// operator looked up on the caller's search_path), no row at all when no key repeats
 // (a one-time filter: the scan does not run), and every row when stats
 // could not tell (NULL).
 std::string repeat_candidates(const std::vector<AssignmentTarget>& keys);

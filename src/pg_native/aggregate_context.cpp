@@ -6,8 +6,8 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller, con
 {
     MemoryContext context = nullptr;
     if (!AggCheckCallContext(fcinfo, &context))
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s can only be called by its aggregate", caller),
-                        errhint("%s", hint)));
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s can only be called by its aggregate", caller), errhint("%s", hint)));
     return context;
 }
 

@@ -1,5 +1,7 @@
 #include "pg_native/repeat_aggregate.hpp"
 
+#include <algorithm>
+
 #include <new>
 
 #include "catalog/pg_collation.h"
@@ -17,9 +19,9 @@ struct KeyHashers {
     FmgrInfo* functions;
 };
 
-const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first)
+const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first, void** slot)
 {
-    auto* hashers = static_cast<KeyHashers*>(fcinfo->flinfo->fn_extra);
+    auto* hashers = static_cast<KeyHashers*>(*slot);
     if (hashers != nullptr)
         return hashers;
     MemoryContext context = fcinfo->flinfo->fn_mcxt;
@@ -38,14 +40,14 @@ const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first)
                             errmsg("type %s has no 64-bit hash function", format_type_be(type))));
         fmgr_info_cxt(entry->hash_extended_proc, &hashers->functions[i], context);
     }
-    fcinfo->flinfo->fn_extra = hashers;
+    *slot = hashers;
     return hashers;
 }
 
 // The key's hash from the arguments from first on; false for a NULL column.
-bool hash_key(FunctionCallInfo fcinfo, int first, uint64* out)
+bool hash_key(FunctionCallInfo fcinfo, int first, uint64* out, void** slot)
 {
-    const KeyHashers* hashers = key_hashers(fcinfo, first);
+    const KeyHashers* hashers = key_hashers(fcinfo, first, slot);
     const Oid collation = OidIsValid(PG_GET_COLLATION()) ? PG_GET_COLLATION() : C_COLLATION_OID;
     uint64 h = 0;
     for (int i = 0; i < hashers->count; ++i) {
@@ -73,12 +75,58 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
     return pg::aggregate_context(fcinfo, caller, "idem._repeat_hashes is internal to idem.merge and idem.append.");
 }
 
+// What idem._key_repeats keeps for its call site: the key's hashers and the
+// repeated hashes sorted, made from the first row's array (an InitPlan's
+// value: the same for every row; remade if another array comes).
+struct RepeatLookup {
+    void* hashers;
+    ArrayType* source;
+    uint64* sorted;
+    int count;
+};
+
+RepeatLookup* repeat_lookup(FunctionCallInfo fcinfo, ArrayType* repeats)
+{
+    auto* lookup = static_cast<RepeatLookup*>(fcinfo->flinfo->fn_extra);
+    MemoryContext context = fcinfo->flinfo->fn_mcxt;
+    if (lookup == nullptr) {
+        lookup = static_cast<RepeatLookup*>(MemoryContextAllocZero(context, sizeof(RepeatLookup)));
+        fcinfo->flinfo->fn_extra = lookup;
+    }
+    if (lookup->source != repeats) {
+        Datum* values = nullptr;
+        bool* nulls = nullptr;
+        int n = 0;
+        deconstruct_array(repeats, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &values, &nulls, &n);
+        lookup->sorted = static_cast<uint64*>(MemoryContextAlloc(context, sizeof(uint64) * static_cast<Size>(n + 1)));
+        int kept = 0;
+        for (int i = 0; i < n; ++i)
+            if (!nulls[i])
+                lookup->sorted[kept++] = static_cast<uint64>(DatumGetInt64(values[i]));
+        std::sort(lookup->sorted, lookup->sorted + kept);
+        lookup->count = kept;
+        lookup->source = repeats;
+    }
+    return lookup;
+}
+
 }  // namespace
+
+Datum key_repeats(FunctionCallInfo fcinfo)
+{
+    if (PG_ARGISNULL(0))
+        PG_RETURN_BOOL(true);  // unknown: every row is a candidate
+    RepeatLookup* lookup = repeat_lookup(fcinfo, PG_GETARG_ARRAYTYPE_P(0));
+    uint64 h = 0;
+    if (!hash_key(fcinfo, 1, &h, &lookup->hashers))
+        PG_RETURN_BOOL(false);  // a NULL key repeats nothing (the checks count it)
+    PG_RETURN_BOOL(std::binary_search(lookup->sorted, lookup->sorted + lookup->count, h));
+}
 
 Datum key_hash(FunctionCallInfo fcinfo)
 {
     uint64 h = 0;
-    if (!hash_key(fcinfo, 0, &h))
+    if (!hash_key(fcinfo, 0, &h, &fcinfo->flinfo->fn_extra))
         PG_RETURN_NULL();
     PG_RETURN_INT64(static_cast<int64>(h));
 }
@@ -92,7 +140,7 @@ Datum repeat_hashes_transition(FunctionCallInfo fcinfo)
         finder->init(core::RepeatAllocator{allocate_in, release, context});
     }
     uint64 h = 0;
-    if (hash_key(fcinfo, 1, &h))
+    if (hash_key(fcinfo, 1, &h, &fcinfo->flinfo->fn_extra))
         finder->add(h);
     PG_RETURN_POINTER(finder);
 }

@@ -24,6 +24,10 @@
 namespace pg_idempotent::pg {
 
 Datum key_hash(FunctionCallInfo fcinfo);
+// idem._key_repeats(repeats bigint[], VARIADIC "any"): whether the key's hash
+// is among repeats (sorted once per call site, then a binary search), true
+// for every key when repeats is NULL (unknown): tops' filter.
+Datum key_repeats(FunctionCallInfo fcinfo);
 Datum repeat_hashes_transition(FunctionCallInfo fcinfo);
 Datum repeat_hashes_final(FunctionCallInfo fcinfo);
 

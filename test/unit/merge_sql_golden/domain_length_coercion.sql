@@ -2,7 +2,7 @@ WITH
 src AS MATERIALIZED (SELECT CAST(pg_catalog."varchar"(CAST(s.k AS pg_catalog."varchar"), 7, false) AS public.e_short) AS k, s.v FROM (SELECT 'abc' AS k, 'xy ' AS v
 ) AS s),
 stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE k IS NULL) AS null_0, idem._repeat_hashes(src.k) AS "idem$repeats" FROM src),
-tops AS MATERIALIZED (SELECT src.k, pg_catalog.count(*) AS "idem$n" FROM src WHERE (SELECT st."idem$repeats" IS NULL OR pg_catalog.cardinality(st."idem$repeats") OPERATOR(pg_catalog.>) 0 FROM stats st) AND ((SELECT st."idem$repeats" IS NULL FROM stats st) OR idem._key_hash(src.k) IN (SELECT pg_catalog.unnest(st."idem$repeats") FROM stats st)) GROUP BY src.k HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+tops AS MATERIALIZED (SELECT src.k, pg_catalog.count(*) AS "idem$n" FROM src WHERE (SELECT st."idem$repeats" IS NULL OR pg_catalog.cardinality(st."idem$repeats") OPERATOR(pg_catalog.>) 0 FROM stats st) AND idem._key_repeats((SELECT st."idem$repeats" FROM stats st), src.k) GROUP BY src.k HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
 dups AS MATERIALIZED (SELECT src.k FROM src JOIN tops ON src.k OPERATOR(pg_catalog.=) tops.k GROUP BY src.k HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.k, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('k')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('k')), 'Every key column of every source row must have a value.')

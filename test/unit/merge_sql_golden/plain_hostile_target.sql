@@ -2,7 +2,7 @@ WITH
 src AS MATERIALIZED (SELECT CAST(s.id AS integer) AS id, s.v FROM (SELECT 1 AS id, 'a' AS v
 ) AS s),
 stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILTER (WHERE id IS NULL) AS null_0, idem._repeat_hashes(src.id) AS "idem$repeats" FROM src),
-tops AS MATERIALIZED (SELECT src.id, pg_catalog.count(*) AS "idem$n" FROM src WHERE (SELECT st."idem$repeats" IS NULL OR pg_catalog.cardinality(st."idem$repeats") OPERATOR(pg_catalog.>) 0 FROM stats st) AND ((SELECT st."idem$repeats" IS NULL FROM stats st) OR idem._key_hash(src.id) IN (SELECT pg_catalog.unnest(st."idem$repeats") FROM stats st)) GROUP BY src.id HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
+tops AS MATERIALIZED (SELECT src.id, pg_catalog.count(*) AS "idem$n" FROM src WHERE (SELECT st."idem$repeats" IS NULL OR pg_catalog.cardinality(st."idem$repeats") OPERATOR(pg_catalog.>) 0 FROM stats st) AND idem._key_repeats((SELECT st."idem$repeats" FROM stats st), src.id) GROUP BY src.id HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
 dups AS MATERIALIZED (SELECT src.id FROM src JOIN tops ON src.id OPERATOR(pg_catalog.=) tops.id GROUP BY src.id HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.id, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
  WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('id')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('id')), 'Every key column of every source row must have a value.')
