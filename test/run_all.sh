@@ -318,11 +318,15 @@ run_citus_suite() {
     [ -f "$RUN_DIR/citus-isolation/regression.diffs" ] && cat "$RUN_DIR/citus-isolation/regression.diffs"
     # The pg_idempotent rerun command against the coordinator.
     before=$((PASSED + FAILED))
+    local rc failed_before=$FAILED
     bash test/citus/cli.sh cli/pg_idempotent "$PGBIN/psql" \
         "host=$CITUS_DIR port=${CITUS_PORTS[0]} dbname=postgres user=postgres" >"$RUN_DIR/citus-cli.log" 2>&1
+    rc=$?
     cat "$RUN_DIR/citus-cli.log"
     count_regress_output "$RUN_DIR/citus-cli.log" citus-cli
-    [ $((PASSED + FAILED)) -eq "$before" ] && note_result citus-cli/runner fail
+    if [ $((PASSED + FAILED)) -eq "$before" ] || { [ $rc -ne 0 ] && [ "$FAILED" -eq "$failed_before" ]; }; then
+        note_result citus-cli/runner fail
+    fi
     local problems
     problems=$(citus_log_problems)
     if [ -n "$problems" ]; then echo "$problems"; note_result citus/server-log fail; fi

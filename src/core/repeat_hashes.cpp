@@ -66,6 +66,8 @@ void RepeatHashes::finish()
 
 void RepeatHashes::give_up()
 {
+    if (!known_)
+        return;  // once: its array is freed
     known_ = false;
     candidate_count_ = 0;
     allocator_.release(allocator_.context, hashes_);

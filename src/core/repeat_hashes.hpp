@@ -43,13 +43,14 @@ public:
     // hash table as they come: a table of a million rows misses the CPU's
     // caches on every row (0.42 s at 1M rows, against 0.1 s sorted).
     void finish();
+    // Stops: the batch cannot be told (also for a reason of the caller's).
+    void give_up();
     bool known() const { return known_; }
     std::size_t candidate_count() const { return candidate_count_; }
     const std::uint64_t* candidates() const { return hashes_; }  // after finish()
 
 private:
     bool grow();
-    void give_up();
 
     RepeatAllocator allocator_{};
     std::uint64_t* hashes_ = nullptr;

@@ -17,6 +17,7 @@ namespace {
 struct KeyHashers {
     int count;
     FmgrInfo* functions;
+    bool collatable;  // a column of a collatable type: it hashes under the call's collation
 };
 
 const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first, void** slot)
@@ -28,6 +29,7 @@ const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first, void** slot)
     const int n = PG_NARGS() - first;
     hashers = static_cast<KeyHashers*>(MemoryContextAlloc(context, sizeof(KeyHashers)));
     hashers->count = n;
+    hashers->collatable = false;
     hashers->functions =
         static_cast<FmgrInfo*>(MemoryContextAllocZero(context, sizeof(FmgrInfo) * static_cast<Size>(n > 0 ? n : 1)));
     for (int i = 0; i < n; ++i) {
@@ -39,25 +41,34 @@ const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first, void** slot)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
                             errmsg("type %s has no 64-bit hash function", format_type_be(type))));
         fmgr_info_cxt(entry->hash_extended_proc, &hashers->functions[i], context);
+        hashers->collatable = hashers->collatable || type_is_collatable(type);
     }
     *slot = hashers;
     return hashers;
 }
 
-// The key's hash from the arguments from first on; false for a NULL column.
-bool hash_key(FunctionCallInfo fcinfo, int first, uint64* out, void** slot)
+enum class KeyHash { kHashed, kNullKey, kNoCollation };
+
+// The key's hash from the arguments from first on. kNoCollation: collatable
+// columns whose collations conflict (the call has none), which the
+// statement compares each under its own: no one hash is right for them, and
+// the callers then treat every key as a candidate.
+KeyHash hash_key(FunctionCallInfo fcinfo, int first, uint64* out, void** slot)
 {
     const KeyHashers* hashers = key_hashers(fcinfo, first, slot);
+    if (!OidIsValid(PG_GET_COLLATION()) && hashers->collatable)
+        return KeyHash::kNoCollation;
+    // Without collatable columns no collation is read; C for the ones that ask.
     const Oid collation = OidIsValid(PG_GET_COLLATION()) ? PG_GET_COLLATION() : C_COLLATION_OID;
     uint64 h = 0;
     for (int i = 0; i < hashers->count; ++i) {
         if (PG_ARGISNULL(first + i))
-            return false;
+            return KeyHash::kNullKey;
         h ^= DatumGetUInt64(FunctionCall2Coll(&hashers->functions[i], collation, PG_GETARG_DATUM(first + i),
                                               UInt64GetDatum(static_cast<uint64>(i))));
     }
     *out = h;
-    return true;
+    return KeyHash::kHashed;
 }
 
 void* allocate_in(void* context, std::size_t bytes)
@@ -77,15 +88,17 @@ MemoryContext aggregate_context(FunctionCallInfo fcinfo, const char* caller)
 
 // What idem._key_repeats keeps for its call site: the key's hashers and the
 // repeated hashes sorted, made from the first row's array (an InitPlan's
-// value: the same for every row; remade if another array comes).
+// value: the same datum for every row; another datum with other contents
+// makes it again).
 struct RepeatLookup {
     void* hashers;
-    ArrayType* source;
+    Datum source;  // the argument as given, before any detoasting
+    ArrayType* copy;
     uint64* sorted;
     int count;
 };
 
-RepeatLookup* repeat_lookup(FunctionCallInfo fcinfo, ArrayType* repeats)
+RepeatLookup* repeat_lookup(FunctionCallInfo fcinfo)
 {
     auto* lookup = static_cast<RepeatLookup*>(fcinfo->flinfo->fn_extra);
     MemoryContext context = fcinfo->flinfo->fn_mcxt;
@@ -93,20 +106,33 @@ RepeatLookup* repeat_lookup(FunctionCallInfo fcinfo, ArrayType* repeats)
         lookup = static_cast<RepeatLookup*>(MemoryContextAllocZero(context, sizeof(RepeatLookup)));
         fcinfo->flinfo->fn_extra = lookup;
     }
-    if (lookup->source != repeats) {
-        Datum* values = nullptr;
-        bool* nulls = nullptr;
-        int n = 0;
-        deconstruct_array(repeats, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &values, &nulls, &n);
-        lookup->sorted = static_cast<uint64*>(MemoryContextAlloc(context, sizeof(uint64) * static_cast<Size>(n + 1)));
-        int kept = 0;
-        for (int i = 0; i < n; ++i)
-            if (!nulls[i])
-                lookup->sorted[kept++] = static_cast<uint64>(DatumGetInt64(values[i]));
-        std::sort(lookup->sorted, lookup->sorted + kept);
-        lookup->count = kept;
-        lookup->source = repeats;
+    const Datum given = PG_GETARG_DATUM(0);
+    if (lookup->copy != nullptr && lookup->source == given)
+        return lookup;
+    ArrayType* repeats = PG_GETARG_ARRAYTYPE_P(0);
+    if (lookup->copy != nullptr && VARSIZE(lookup->copy) == VARSIZE(repeats) &&
+        memcmp(lookup->copy, repeats, VARSIZE(repeats)) == 0) {
+        lookup->source = given;
+        return lookup;
     }
+    Datum* values = nullptr;
+    bool* nulls = nullptr;
+    int n = 0;
+    deconstruct_array(repeats, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &values, &nulls, &n);
+    if (lookup->copy != nullptr) {
+        pfree(lookup->copy);
+        pfree(lookup->sorted);
+    }
+    lookup->copy = static_cast<ArrayType*>(MemoryContextAlloc(context, VARSIZE(repeats)));
+    memcpy(lookup->copy, repeats, VARSIZE(repeats));
+    lookup->sorted = static_cast<uint64*>(MemoryContextAlloc(context, sizeof(uint64) * static_cast<Size>(n + 1)));
+    int kept = 0;
+    for (int i = 0; i < n; ++i)
+        if (!nulls[i])
+            lookup->sorted[kept++] = static_cast<uint64>(DatumGetInt64(values[i]));
+    std::sort(lookup->sorted, lookup->sorted + kept);
+    lookup->count = kept;
+    lookup->source = given;
     return lookup;
 }
 
@@ -116,18 +142,32 @@ Datum key_repeats(FunctionCallInfo fcinfo)
 {
     if (PG_ARGISNULL(0))
         PG_RETURN_BOOL(true);  // unknown: every row is a candidate
-    RepeatLookup* lookup = repeat_lookup(fcinfo, PG_GETARG_ARRAYTYPE_P(0));
+    RepeatLookup* lookup = repeat_lookup(fcinfo);
     uint64 h = 0;
-    if (!hash_key(fcinfo, 1, &h, &lookup->hashers))
+    switch (hash_key(fcinfo, 1, &h, &lookup->hashers)) {
+    case KeyHash::kNullKey:
         PG_RETURN_BOOL(false);  // a NULL key repeats nothing (the checks count it)
+    case KeyHash::kNoCollation:
+        PG_RETURN_BOOL(true);
+    case KeyHash::kHashed:
+        break;
+    }
     PG_RETURN_BOOL(std::binary_search(lookup->sorted, lookup->sorted + lookup->count, h));
 }
 
 Datum key_hash(FunctionCallInfo fcinfo)
 {
     uint64 h = 0;
-    if (!hash_key(fcinfo, 0, &h, &fcinfo->flinfo->fn_extra))
+    switch (hash_key(fcinfo, 0, &h, &fcinfo->flinfo->fn_extra)) {
+    case KeyHash::kNullKey:
         PG_RETURN_NULL();
+    case KeyHash::kNoCollation:
+        ereport(ERROR, (errcode(ERRCODE_INDETERMINATE_COLLATION),
+                        errmsg("could not determine which collation to use for the key's hash"),
+                        errhint("Use the COLLATE clause to set the collation explicitly.")));
+    case KeyHash::kHashed:
+        break;
+    }
     PG_RETURN_INT64(static_cast<int64>(h));
 }
 
@@ -140,8 +180,16 @@ Datum repeat_hashes_transition(FunctionCallInfo fcinfo)
         finder->init(core::RepeatAllocator{allocate_in, release, context});
     }
     uint64 h = 0;
-    if (hash_key(fcinfo, 1, &h, &fcinfo->flinfo->fn_extra))
+    switch (hash_key(fcinfo, 1, &h, &fcinfo->flinfo->fn_extra)) {
+    case KeyHash::kHashed:
         finder->add(h);
+        break;
+    case KeyHash::kNoCollation:
+        finder->give_up();  // unknown: every row is grouped
+        break;
+    case KeyHash::kNullKey:
+        break;
+    }
     PG_RETURN_POINTER(finder);
 }
 

@@ -12,24 +12,30 @@ CITUS_CACHE=${CITUS_CACHE:-/var/cache/pg_idempotent/citus}
 # What building Citus needs beyond the server's development files.
 CITUS_DEPS=(liblz4-dev libzstd-dev libkrb5-dev libssl-dev libicu-dev libselinux1-dev libxslt1-dev libpam0g-dev)
 
+# citus_patches: CITUS_PATCH_LIST, an array (paths may hold spaces).
 citus_patches() {
+    CITUS_PATCH_LIST=()
     if [ -n "${CITUS_PATCHES+x}" ]; then
-        echo "$CITUS_PATCHES"
+        read -r -a CITUS_PATCH_LIST <<<"$CITUS_PATCHES"
     elif [ -f "$CITUS_SRC" ]; then
-        ls "$(dirname "$CITUS_SRC")"/*.patch 2>/dev/null | tr '\n' ' '
+        local p
+        for p in "$(dirname "$CITUS_SRC")"/*.patch; do
+            [ -f "$p" ] && CITUS_PATCH_LIST+=("$p")
+        done
     fi
+    return 0
 }
 
 # The cache key: the source's content, the patches and the server version.
 citus_key() {
-    local pg_config=$1 patches=$2
+    local pg_config=$1 p
     {
         if [ -d "$CITUS_SRC" ]; then
             (cd "$CITUS_SRC" && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
         else
             sha256sum <"$CITUS_SRC"
         fi
-        for p in $patches; do sha256sum <"$p"; done
+        for p in ${CITUS_PATCH_LIST[@]+"${CITUS_PATCH_LIST[@]}"}; do sha256sum <"$p"; done
         "$pg_config" --version
     } | sha256sum | cut -c1-16
 }
@@ -38,14 +44,30 @@ citus_key() {
 # holds its installed files (make install DESTDIR=...), with the paths the
 # pg_config of the build reports. Fails with the build log's tail.
 citus_stage() {
-    local pg_config=$1 patches key dir
-    patches=$(citus_patches)
-    key=$(citus_key "$pg_config" "$patches") || return 1
+    local pg_config=$1 key dir
+    citus_patches
+    key=$(citus_key "$pg_config") || return 1
     dir="$CITUS_CACHE/$key"
+    mkdir -p "$CITUS_CACHE" || return 1
+    # One build at a time per cache (CI and a developer may run at once);
+    # who waited finds it complete.
+    exec {citus_lock}>"$CITUS_CACHE/.lock" && flock "$citus_lock" || return 1
     if [ -f "$dir/.complete" ]; then
+        flock -u "$citus_lock"
         echo "$dir/stage"
         return 0
     fi
+    citus_build "$dir" "$pg_config"
+    local rc=$?
+    flock -u "$citus_lock"
+    [ $rc -eq 0 ] && echo "$dir/stage"
+    return $rc
+}
+
+# citus_build DIR PG_CONFIG: the build itself, into DIR/stage (under
+# citus_stage's lock).
+citus_build() {
+    local dir=$1 pg_config=$2
     rm -rf "$dir" && mkdir -p "$dir/src" || return 1
     echo "citus: building from $CITUS_SRC into $dir (about 5 minutes)" >&2
     if [ -d "$CITUS_SRC" ]; then
@@ -54,7 +76,7 @@ citus_stage() {
         tar -xzf "$CITUS_SRC" -C "$dir/src" --strip-components=1 || return 1
     fi
     local p
-    for p in $patches; do
+    for p in ${CITUS_PATCH_LIST[@]+"${CITUS_PATCH_LIST[@]}"}; do
         (cd "$dir/src" && patch -p1 <"$p") >>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; return 1; }
     done
     if ! (cd "$dir/src" && ./configure --without-libcurl PG_CONFIG="$pg_config" &&
@@ -64,7 +86,6 @@ citus_stage() {
     fi
     rm -rf "$dir/src"  # the build tree is 300 MB; the stage is what runs
     touch "$dir/.complete"
-    echo "$dir/stage"
 }
 
 # citus_install STAGE PRIVATE_ROOT: Citus's files into a private copy of

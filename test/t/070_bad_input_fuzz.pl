@@ -492,6 +492,18 @@ ARRAY[NULL]::uuid[]
 ARRAY['00000000-0000-0000-0000-000000000001', 'ffffffff-ffff-ffff-ffff-ffffffffffff']::uuid[]
 SQL
 
+# idem._key_repeats's repeated key hashes (merge's and append's tops).
+$type_pool{'bigint[]'} = pool(<<'SQL');
+NULL::bigint[]
+'{}'::bigint[]
+ARRAY[1, 2, 3]::bigint[]
+ARRAY[NULL, 7]::bigint[]
+ARRAY[-9223372036854775808, 9223372036854775807]::bigint[]
+'{{1,2},{3,4}}'::bigint[]
+'[5:6]={1,2}'::bigint[]
+(SELECT pg_catalog.array_agg(g) FROM pg_catalog.generate_series(1, 10000) g)::bigint[]
+SQL
+
 $type_pool{regrole} = pool(<<'SQL');
 NULL::regrole
 'fuzz_user'::regrole

@@ -97,4 +97,19 @@ TEST(RepeatHashes, UnknownPastTheMemoryLimit)
     EXPECT_EQ(r.candidate_count(), 0u);
 }
 
+// The caller may give up too (a key it cannot hash), once or more.
+TEST(RepeatHashes, TheCallerCanGiveUp)
+{
+    RepeatHashes r;
+    r.init(RepeatAllocator{allocate, release, nullptr});
+    r.add(1);
+    r.add(1);
+    r.give_up();
+    r.give_up();
+    r.add(2);
+    r.finish();
+    EXPECT_FALSE(r.known());
+    EXPECT_EQ(r.candidate_count(), 0u);
+}
+
 }  // namespace
