@@ -64,8 +64,9 @@ SELECT * FROM rk_ci ORDER BY email;
 SELECT idem._key_hash('Ann@Example.com'::citext) = idem._key_hash('ann@example.COM'::citext) AS citext_equal;
 
 -- A nondeterministic collation (case-insensitive ICU): a key of that
--- collation hashes its equal strings alike. (The source's rows carry the
--- collation here: merge compares source keys with the source's collation.)
+-- collation hashes its equal strings alike, and source keys compare in the
+-- target column's collation (as its unique index does), whether or not the
+-- source's rows carry it.
 CREATE COLLATION rk_nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
 CREATE TABLE rk_nd (name text COLLATE rk_nocase PRIMARY KEY, v int);
 SELECT idem._key_hash('Ann'::text COLLATE rk_nocase) = idem._key_hash('ANN'::text COLLATE rk_nocase) AS nocase_equal,
@@ -75,6 +76,10 @@ SELECT show_error($$SELECT * FROM idem.merge_query('rk_nd', 'SELECT name COLLATE
 -- bytes): refused even with equal values.
 SELECT show_error($$SELECT * FROM idem.merge_query('rk_nd', 'SELECT name COLLATE rk_nocase AS name, v FROM (VALUES (''Ann'', 1), (''ANN'', 1), (''Bo'', 3)) AS s(name, v)')$$);
 SELECT * FROM idem.merge_query('rk_nd', 'SELECT name COLLATE rk_nocase AS name, v FROM (VALUES (''Ann'', 1), (''Ann'', 1), (''Bo'', 3)) AS s(name, v)');
+-- A source in the database's collation: 'Cy' and 'CY' are still one key of
+-- the target (21000, not PostgreSQL's "cannot affect row a second time").
+SELECT lower(show_error($$SELECT * FROM idem.merge_query('rk_nd', 'SELECT * FROM (VALUES (''Cy'', 1), (''CY'', 2)) AS s(name, v)')$$)) AS error;
+SELECT * FROM idem.merge_query('rk_nd', 'SELECT * FROM (VALUES (''ANN'', 1), (''bo'', 3)) AS s(name, v)');
 SELECT count(*) AS rk_nd_rows FROM rk_nd;
 
 -- Key columns of conflicting collations (one case-insensitive, one "C"):

@@ -22,6 +22,11 @@ struct AssignmentTarget {
     // A domain over such a type: the coerced value is then CAST to the
     // domain (type), which checks its constraints. false: not a domain.
     bool domain = false;
+    // The column's collation when it is not its type's default (quoted,
+    // schema-qualified), else empty: a key compares in the collation of the
+    // target's unique index, not the source's (a case-insensitive ICU one
+    // makes 'Ann' and 'ANN' one key).
+    std::string collation = {};
 };
 
 // ref converted to c's target type as an INSERT would convert it (see

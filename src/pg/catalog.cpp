@@ -12,6 +12,7 @@ extern "C" {
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_operator.h"
@@ -81,6 +82,21 @@ core::AssignmentTarget assignment_target(const Column& column)
         base_typmod = typmod;
         return b;
     });
+    const Oid collation = column.collation;
+    if (OidIsValid(collation) && collation != pg_call([&]() noexcept { return get_typcollation(base); })) {
+        const char* name = nullptr;
+        const char* nspname = nullptr;
+        pg_call([&]() noexcept {
+            HeapTuple tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collation));
+            if (!HeapTupleIsValid(tup))
+                elog(ERROR, "cache lookup failed for collation %u", collation);
+            auto* form = reinterpret_cast<Form_pg_collation>(GETSTRUCT(tup));
+            name = pstrdup(NameStr(form->collname));
+            nspname = get_namespace_name(form->collnamespace);
+            ReleaseSysCache(tup);
+        });
+        c.collation = quote_ident(nspname) + "." + quote_ident(name);
+    }
     if (base_typmod < 0)
         return c;
     if (auto lc = length_coercion(base)) {

@@ -507,3 +507,19 @@ TEST(MergeSql, AUniqueSourceCountsItsUnchangedKeysInPlan)
 }
 
 }  // namespace
+
+namespace {
+
+// A key column of a collation other than its type's default compares in
+// it: the CAST that brings a source value to the target's type also sets
+// the target column's collation.
+TEST(MergeSql, AKeyComparesInTheTargetColumnsCollation)
+{
+    pg_idempotent::core::AssignmentTarget c{"name", "pg_catalog.text", "'name'"};
+    EXPECT_EQ(pg_idempotent::core::cast_to_target("s.name", c), "CAST(s.name AS pg_catalog.text)");
+    c.collation = "public.nocase";
+    EXPECT_EQ(pg_idempotent::core::cast_to_target("s.name", c),
+              "CAST(s.name AS pg_catalog.text) COLLATE public.nocase");
+}
+
+}  // namespace
