@@ -171,7 +171,7 @@ CREATE FUNCTION idem._key_hash(VARIADIC "any") RETURNS bigint
   AS 'MODULE_PATHNAME', 'idem__key_hash'
   LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION idem._key_hash("any") IS
-  'Internal (merge, append): a 64-bit hash of a key''s columns, equal for keys equal by their types'' equality';
+  'Internal: the 64-bit key hash idem._repeat_hashes and idem._key_repeats use, equal for keys equal by their types'' equality (for tests and diagnosis)';
 
 CREATE FUNCTION idem._key_repeats(repeats bigint[], VARIADIC "any") RETURNS boolean
   AS 'MODULE_PATHNAME', 'idem__key_repeats'

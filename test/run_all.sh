@@ -285,7 +285,7 @@ fi
 # Citus 13.2 supports 15 to 17. Citus is built once from CITUS_SRC (a
 # tarball or a directory) into a cache, against the installed server's
 # headers, and copied into this run's private installation; without
-# CITUS_SRC the suite is skipped (.ci/run passes ../shared/citus's tarball).
+# CITUS_SRC, ../shared/citus's tarball when it is there; else skipped.
 run_citus_suite() {
     local stage before
     ensure_deps "${CITUS_DEPS[@]}"
@@ -332,10 +332,15 @@ run_citus_suite() {
     if [ -n "$problems" ]; then echo "$problems"; note_result citus/server-log fail; fi
     citus_cluster_stop
 }
+# The tarball beside the repository (../shared/citus) when CITUS_SRC is not
+# set: make test runs what CI runs.
+if [ -z "${CITUS_SRC:-}" ] && [ -f ../shared/citus/citus-13.2.2.tar.gz ]; then
+    CITUS_SRC=$(cd ../shared/citus && pwd)/citus-13.2.2.tar.gz
+fi
 if wants15 citus; then
     echo "== citus (a coordinator and two workers, PostgreSQL 15)"
     if [ -z "${CITUS_SRC:-}" ]; then
-        echo "   skipped: CITUS_SRC is not set (a Citus source tarball or directory; .ci/run passes ../shared/citus/citus-13.2.2.tar.gz)"
+        echo "   skipped: CITUS_SRC is not set (a Citus source tarball or directory) and there is no ../shared/citus/citus-13.2.2.tar.gz"
         SKIPPED=$((SKIPPED + 1))
     elif [ ! -e "$CITUS_SRC" ]; then
         echo "   CITUS_SRC=$CITUS_SRC does not exist"

@@ -58,7 +58,7 @@ std::string stats_cte(const AppendSpec& s)
             cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name + " IS NULL) AS null_" +
                            std::to_string(i));
     if (finds_repeats(s))
-        cols.push_back("idem._repeat_hashes(" + key_list(s.keys, "src") + ") AS \"idem$repeats\"");
+        cols.push_back(repeat_hashes_column(s.keys));
     if (s.window_column)
         cols.push_back("pg_catalog.min(src." + s.window_column->name + ") AS lo, pg_catalog.max(src." +
                        s.window_column->name + ") AS hi");

@@ -80,6 +80,11 @@ std::string null_key_checks(const std::vector<AssignmentTarget>& keys)
     return c;
 }
 
+std::string repeat_hashes_column(const std::vector<AssignmentTarget>& keys)
+{
+    return "idem._repeat_hashes(" + key_list(keys, "src") + ") AS \"idem$repeats\"";
+}
+
 std::string repeat_candidates(const std::vector<AssignmentTarget>& keys)
 {
     const std::string repeats = "st.\"idem$repeats\"";

@@ -39,6 +39,10 @@ std::string count_where(const std::string& from, const std::string& where = {});
 // key column) that raise 23502 for a NULL key in the source.
 std::string null_key_checks(const std::vector<AssignmentTarget>& keys);
 
+// stats' column of the key hashes seen more than once:
+// idem._repeat_hashes over the key columns of src, AS "idem$repeats".
+std::string repeat_hashes_column(const std::vector<AssignmentTarget>& keys);
+
 // The WHERE of tops when stats holds the repeated key hashes (column
 // "idem$repeats" of "stats", idem._repeat_hashes over the key columns): only
 // the rows of those keys (idem._key_repeats: the key's hash among them, no

@@ -97,7 +97,7 @@ std::string stats_cte(const MergeSpec& s)
     if (s.version)
         cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version->name + " IS NULL) AS null_version");
     if (finds_repeats(s))
-        cols.push_back("idem._repeat_hashes(" + key_list(s, "src") + ") AS \"idem$repeats\"");
+        cols.push_back(repeat_hashes_column(s.keys));
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
 }
 
