@@ -234,3 +234,207 @@ CREATE FUNCTION idem.append_query(target regclass, query text,
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 COMMENT ON FUNCTION idem.append_query(regclass, text, text[], text[], text, interval) IS
   'idem.append with the events given as a query (run once, as the caller, under the caller''s search_path)';
+
+-- ---------------------------------------------------------------------------
+-- Fencing tokens for leased keys (docs/keys.md, Fencing). A leased claim and
+-- every takeover draw a token from one sequence: it never goes back (a
+-- sequence is WAL-logged ahead of the values it hands out, so neither a
+-- crash nor a promoted standby repeats one, and pg_dump keeps its value: it
+-- is extension configuration) and is never reused for a key, also after
+-- forget deletes the key's row. save_point, complete and check_lease given a
+-- token refuse (ID004) when the key's current token is another.
+CREATE SEQUENCE idem.key_tokens;
+REVOKE ALL ON SEQUENCE idem.key_tokens FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.key_tokens', '');
+COMMENT ON SEQUENCE idem.key_tokens IS
+  'Fencing tokens of leased keys: drawn by every leased claim and every takeover, never reused';
+
+ALTER TABLE idem.keys ADD COLUMN token bigint;
+COMMENT ON COLUMN idem.keys.token IS
+  'The fencing token of the key''s current owner: drawn by a leased claim or a takeover; NULL for a key claimed without a lease';
+-- Keys under a lease at the upgrade get a token, so that check_lease and
+-- key_status show one; their workers hold none and go on as before.
+UPDATE idem.keys k SET token = pg_catalog.nextval('idem.key_tokens'::pg_catalog.regclass)
+ WHERE k.state OPERATOR(pg_catalog.=) 'in_progress';
+
+CREATE FUNCTION idem.claim_lease(key text, scope text, lease interval, fingerprint text DEFAULT NULL,
+                                 wait boolean DEFAULT true)
+  RETURNS bigint AS 'MODULE_PATHNAME', 'idem_claim_lease'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.claim_lease(text, text, interval, text, boolean) IS
+  'Claims a key under a lease and returns its fencing token (NULL when the key is done; 55P03 while another lease is live); pass the token to save_point, complete and check_lease';
+
+-- complete and save_point take the token as a last, optional argument:
+-- every existing call (positional or named) means what it meant.
+DROP FUNCTION idem.complete(text, jsonb, text);
+CREATE FUNCTION idem.complete(key text, result jsonb DEFAULT NULL, scope text DEFAULT 'default',
+                              token bigint DEFAULT NULL)
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_complete'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.complete(text, jsonb, text, bigint) IS
+  'Marks a claimed key done and stores its result; with a token, only while that token owns the key (ID004 otherwise)';
+
+DROP FUNCTION idem.save_point(text, text, text);
+CREATE FUNCTION idem.save_point(key text, recovery_point text, scope text DEFAULT 'default',
+                                token bigint DEFAULT NULL)
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_save_point'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.save_point(text, text, text, bigint) IS
+  'Records the progress of a leased key and renews its lease; with a token, only while that token owns the key (ID004 otherwise)';
+
+CREATE FUNCTION idem.check_lease(key text, scope text, token bigint)
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_check_lease'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.check_lease(text, text, bigint) IS
+  'Raises ID004 unless the token still owns the key (in progress, not taken over); locks the key''s row until the transaction ends, so no takeover commits before it';
+
+DROP FUNCTION idem.key_status(text, text);
+CREATE FUNCTION idem.key_status(key text, scope text DEFAULT 'default')
+  RETURNS TABLE(state text, fingerprint text, result jsonb, recovery_point text,
+                claimed_at timestamptz, completed_at timestamptz, lease_until timestamptz, token bigint)
+  AS 'MODULE_PATHNAME', 'idem_key_status'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.key_status(text, text) IS
+  'The state of a key: in_progress, expired (a lease ran out), or done, and its fencing token; no row if never claimed';
+
+-- ---------------------------------------------------------------------------
+-- Grants by role OID. The rows name the role by its OID (as regrole did);
+-- idem.usage_grants is now a view that shows the name and hides the grants
+-- of dropped roles, and idem.purge_grants() deletes those. grant_usage and
+-- revoke_usage purge them too, whenever they write.
+ALTER TABLE idem.usage_grants RENAME TO usage_grant_rows;
+ALTER TABLE idem.usage_grant_rows RENAME COLUMN role TO role_id;
+ALTER TABLE idem.usage_grant_rows ALTER COLUMN role_id TYPE oid USING role_id::pg_catalog.oid;
+ALTER INDEX idem.usage_grants_role_kind_scope RENAME TO usage_grant_rows_role_kind_scope;
+COMMENT ON TABLE idem.usage_grant_rows IS
+  'Roles allowed to use idem''s state, by role OID: keys of a scope, the checkpoints of a job or a dataset (kind and scope), or every scope of every kind (both NULL); read it through idem.usage_grants';
+
+CREATE VIEW idem.usage_grants AS
+  SELECT g.role_id::pg_catalog.regrole AS role, g.scope, g.granted_at, g.kind
+    FROM idem.usage_grant_rows g
+   WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) g.role_id);
+REVOKE ALL ON idem.usage_grants FROM PUBLIC;
+COMMENT ON VIEW idem.usage_grants IS
+  'The grants of existing roles, by name: who may use idem''s keys, checkpoints and datasets (grants of dropped roles are hidden; idem.purge_grants deletes them)';
+
+CREATE FUNCTION idem._purge_dropped_role_grants() RETURNS bigint
+  LANGUAGE sql VOLATILE
+  SET search_path = pg_catalog, pg_temp
+AS $$
+  WITH gone AS (
+    DELETE FROM idem.usage_grant_rows g
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) g.role_id)
+    RETURNING 1)
+  SELECT pg_catalog.count(*) FROM gone
+$$;
+REVOKE ALL ON FUNCTION idem._purge_dropped_role_grants() FROM PUBLIC;
+COMMENT ON FUNCTION idem._purge_dropped_role_grants() IS
+  'Internal: deletes the grants of roles that no longer exist; returns how many';
+
+CREATE FUNCTION idem.purge_grants() RETURNS bigint
+  LANGUAGE sql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$ SELECT idem._purge_dropped_role_grants() $$;
+REVOKE ALL ON FUNCTION idem.purge_grants() FROM PUBLIC;
+COMMENT ON FUNCTION idem.purge_grants() IS
+  'Deletes the grants of dropped roles from idem''s grant table; returns how many (grant_usage and revoke_usage do it too)';
+
+CREATE OR REPLACE FUNCTION idem.grant_usage(role regrole, scope text DEFAULT NULL) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+  IF role IS NULL THEN
+    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  IF scope IS NULL THEN
+    RAISE WARNING 'role % may now use every scope: every role''s keys and results, checkpoints and datasets', role
+      USING DETAIL = 'The every-scope grant is an administrator''s grant: the role can read other roles'' stored results, pre-claim their keys, rewind their jobs and pin their datasets.',
+            HINT = 'Grant pipeline roles the scopes they use: idem.grant_usage(role, scope, kind).';
+    PERFORM idem._purge_dropped_role_grants();
+    INSERT INTO idem.usage_grant_rows (role_id, scope, kind) VALUES (grant_usage.role::pg_catalog.oid, NULL, NULL)
+      ON CONFLICT DO NOTHING;
+    RETURN;
+  END IF;
+  RAISE NOTICE 'grant_usage(role, scope) grants % for keys and checkpoints, and as a dataset name', pg_catalog.quote_literal(scope)
+    USING HINT = 'Name what you grant: idem.grant_usage(role, scope, ''keys''), (role, job, ''checkpoints'') or (role, ''schema.view'', ''dataset'').';
+  PERFORM idem.grant_usage(grant_usage.role, grant_usage.scope, k)
+     FROM (VALUES ('keys'), ('checkpoints')) AS v(k);
+  -- A dataset as 0.6.0 named it: schema.view as written.
+  INSERT INTO idem.usage_grant_rows (role_id, scope, kind)
+  SELECT grant_usage.role::pg_catalog.oid, idem._dataset_scope(grant_usage.scope, true), 'dataset'
+   WHERE idem._dataset_scope(grant_usage.scope, true) IS NOT NULL
+  ON CONFLICT DO NOTHING;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idem.grant_usage(role regrole, scope text, kind text) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  stored text := scope;
+BEGIN
+  IF role IS NULL OR scope IS NULL OR kind IS NULL THEN
+    RAISE EXCEPTION 'role, scope and kind must not be NULL' USING ERRCODE = '22004',
+      HINT = 'idem.grant_usage(role) alone grants every scope of every kind.';
+  END IF;
+  IF kind OPERATOR(pg_catalog.<>) ALL (ARRAY['keys', 'checkpoints', 'dataset']) THEN
+    RAISE EXCEPTION 'kind must be ''keys'', ''checkpoints'' or ''dataset'', not %', pg_catalog.quote_literal(kind)
+      USING ERRCODE = '22023';
+  END IF;
+  IF scope OPERATOR(pg_catalog.=) '' THEN
+    RAISE EXCEPTION 'scope must not be empty' USING ERRCODE = '22023';
+  END IF;
+  IF kind OPERATOR(pg_catalog.=) 'dataset' THEN
+    stored := idem._dataset_scope(scope);
+    IF stored IS NULL THEN
+      RAISE EXCEPTION 'dataset % is not a schema-qualified view name', pg_catalog.quote_literal(scope)
+        USING ERRCODE = '42602', HINT = 'Name it as schema.view, quoted as in SQL: ''sales."Daily"''.';
+    END IF;
+  END IF;
+  -- A dropped role's grants go first: its OID could come back one day as
+  -- another role's.
+  PERFORM idem._purge_dropped_role_grants();
+  INSERT INTO idem.usage_grant_rows (role_id, scope, kind) VALUES (grant_usage.role::pg_catalog.oid, stored, grant_usage.kind)
+    ON CONFLICT DO NOTHING;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idem.revoke_usage(role regrole, scope text DEFAULT NULL) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF role IS NULL THEN
+    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  PERFORM idem._purge_dropped_role_grants();
+  DELETE FROM idem.usage_grant_rows g
+   WHERE g.role_id OPERATOR(pg_catalog.=) revoke_usage.role::pg_catalog.oid
+     AND (CASE WHEN revoke_usage.scope IS NULL THEN g.scope IS NULL
+               ELSE g.scope OPERATOR(pg_catalog.=) revoke_usage.scope
+                    OR (g.kind OPERATOR(pg_catalog.=) 'dataset'
+                        AND g.scope OPERATOR(pg_catalog.=) idem._dataset_scope(revoke_usage.scope, true)) END);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idem.revoke_usage(role regrole, scope text, kind text) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  IF role IS NULL OR scope IS NULL OR kind IS NULL THEN
+    RAISE EXCEPTION 'role, scope and kind must not be NULL' USING ERRCODE = '22004';
+  END IF;
+  PERFORM idem._purge_dropped_role_grants();
+  DELETE FROM idem.usage_grant_rows g
+   WHERE g.role_id OPERATOR(pg_catalog.=) revoke_usage.role::pg_catalog.oid
+     AND g.kind OPERATOR(pg_catalog.=) revoke_usage.kind
+     AND g.scope OPERATOR(pg_catalog.=) CASE WHEN revoke_usage.kind OPERATOR(pg_catalog.=) 'dataset'
+                                              THEN idem._dataset_scope(revoke_usage.scope)
+                                              ELSE revoke_usage.scope END;
+END
+$$;

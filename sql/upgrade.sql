@@ -53,6 +53,11 @@ INSERT INTO before_update (state, query) VALUES
   ('usage_grants', 'SELECT role, scope FROM idem.usage_grants');
 UPDATE before_update SET query_after = 'SELECT role, scope FROM idem.usage_grants WHERE kind = ''keys'''
  WHERE state = 'usage_grants';
+-- 0.8.0 adds the fencing token to idem.keys: the keys compare the columns
+-- they had (the scope 'leases' is claimed later, at 0.7.0).
+UPDATE before_update SET query_after = 'SELECT scope, key_hash, key, fingerprint, state, result, recovery_point, '
+  'lease, claimed_at, completed_at, lease_until, claimed_by FROM idem.keys WHERE scope <> ''leases'''
+ WHERE state = 'keys';
 UPDATE before_update SET checksum = idem.checksum_query(query);
 
 -- One release at a time. At 0.2.0 the module is already the newest: it works
@@ -105,6 +110,13 @@ SELECT idem.swap_partition('ow_0707', 'ow_stage');
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 1', mode => 'swap');
 SELECT count(*) AS rows_kept FROM ow_0707;
 DROP TABLE ow_stage;
+-- Before 0.8.0's SQL a lease has no token: a leased claim, save_point and
+-- key_status work as at 0.7.0 (seven columns), claim_lease does not exist.
+SELECT idem.claim('export-1', 'leases', lease => '1 hour') AS leased_at_0_7_0;
+SELECT idem.save_point('export-1', 'page 3', 'leases');
+SELECT * FROM idem.key_status('export-1', 'leases') \gset st_
+SELECT :'st_state' AS state, :'st_recovery_point' AS recovery_point;
+SELECT to_regprocedure('idem.claim_lease(text, text, interval, text, boolean)') IS NULL AS no_claim_lease_yet;
 ALTER EXTENSION pg_idempotent UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
 -- The 0.5.0 record (a preimage, no sample) still holds; the next write keeps
@@ -122,7 +134,19 @@ SELECT b.state, b.checksum = idem.checksum_query(coalesce(b.query_after, b.query
   FROM before_update b ORDER BY 1;
 -- 0.7.0: the scope grant of 0.6.0 now names what it gave (keys and the job;
 -- 'webhooks' is no schema.view), the dataset knows its view and its owner.
-SELECT role::text, kind, scope FROM idem.usage_grants ORDER BY kind;
+SELECT role::text, kind, scope FROM idem.usage_grants ORDER BY kind, scope COLLATE "C";
+-- 0.8.0: grants are stored by role OID (idem.usage_grant_rows); the view
+-- shows the names.
+SELECT count(*) AS grant_rows FROM idem.usage_grant_rows WHERE role_id = 'idem_upgrade_etl'::regrole::oid;
+-- 0.8.0: the lease taken at 0.7.0 got a fencing token at the update; its
+-- worker goes on without one, or with the one key_status shows; a new
+-- leased claim draws a larger one.
+SELECT state, recovery_point, token IS NOT NULL AS has_token FROM idem.key_status('export-1', 'leases');
+SELECT token AS export_1_token FROM idem.key_status('export-1', 'leases') \gset
+SELECT idem.save_point('export-1', 'page 4', 'leases');
+SELECT idem.save_point('export-1', 'page 5', 'leases', :export_1_token);
+SELECT idem.claim_lease('export-2', 'leases', '1 hour') > :export_1_token AS larger_token;
+SELECT idem.complete('export-1', '{"pages": 5}', 'leases', :export_1_token);
 SELECT view_name, view_relid = 'public.report'::regclass AS view_recorded, owner::text FROM idem.datasets;
 -- The state still works: the key is done, the checkpoint and the tombstone hold.
 SELECT idem.claim('evt-1', 'webhooks', 'body-a') AS claimed_again, idem.result('evt-1', 'webhooks');

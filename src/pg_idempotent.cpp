@@ -78,6 +78,8 @@ PG_FUNCTION_INFO_V1(idem_merge);
 PG_FUNCTION_INFO_V1(idem_merge_query);
 PG_FUNCTION_INFO_V1(idem_claim);
 PG_FUNCTION_INFO_V1(idem_claim_many);
+PG_FUNCTION_INFO_V1(idem_claim_lease);
+PG_FUNCTION_INFO_V1(idem_check_lease);
 PG_FUNCTION_INFO_V1(idem_complete);
 PG_FUNCTION_INFO_V1(idem_save_point);
 PG_FUNCTION_INFO_V1(idem_result);
@@ -333,6 +335,37 @@ Datum idem_claim(PG_FUNCTION_ARGS)
     });
 }
 
+Datum idem_claim_lease(PG_FUNCTION_ARGS)
+{
+    return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg::require_arg(fcinfo, 2, "lease");
+        pg::require_arg(fcinfo, 4, "wait");
+        pg_idempotent::ClaimRequest r;
+        r.key = *pg::arg_text(fcinfo, 0);
+        r.scope = *pg::arg_text(fcinfo, 1);
+        r.lease = pg::arg_interval_text(fcinfo, 2);
+        r.fingerprint = pg::arg_text(fcinfo, 3);
+        r.wait = *pg::arg_bool(fcinfo, 4);
+        const std::optional<std::int64_t> token = pg_idempotent::claim_lease(r);
+        if (!token)
+            return std::nullopt;
+        return Int64GetDatum(*token);
+    });
+}
+
+Datum idem_check_lease(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg::require_arg(fcinfo, 2, "token");
+        pg_idempotent::check_lease(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_int8(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
 Datum idem_claim_many(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
@@ -349,7 +382,8 @@ Datum idem_complete(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "key");
         pg::require_arg(fcinfo, 2, "scope");
-        pg_idempotent::complete(*pg::arg_text(fcinfo, 0), pg::arg_jsonb_text(fcinfo, 1), *pg::arg_text(fcinfo, 2));
+        pg_idempotent::complete(*pg::arg_text(fcinfo, 0), pg::arg_jsonb_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
+                                pg::arg_int8(fcinfo, 3));
         PG_RETURN_VOID();
     });
 }
@@ -360,7 +394,8 @@ Datum idem_save_point(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "key");
         pg::require_arg(fcinfo, 1, "recovery_point");
         pg::require_arg(fcinfo, 2, "scope");
-        pg_idempotent::save_point(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2));
+        pg_idempotent::save_point(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1), *pg::arg_text(fcinfo, 2),
+                                  pg::arg_int8(fcinfo, 3));
         PG_RETURN_VOID();
     });
 }

@@ -23,6 +23,8 @@ enum class SqlFeature {
     kConflictTally,         // idem._count_conflict (0.8.0)
     kRepeatHashes,          // idem._repeat_hashes (0.8.0)
     kRowHash,               // idem._row_hash (0.8.0)
+    kKeyTokens,             // idem.keys.token, the fencing tokens (0.8.0)
+    kGrantRowsByOid,        // idem.usage_grant_rows, grants by role OID (0.8.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

@@ -1,6 +1,7 @@
 #include "common/scope_grants.hpp"
 
 #include "common/citus_tables.hpp"
+#include "common/installed_sql.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
@@ -47,6 +48,26 @@ void require_state_node(pg::SpiSession& spi, const KindNames& names)
                     "Run the job on the coordinator (docs/scaling.md, Citus).");
 }
 
+// The check of a grant for $1 (scope), $2 (the calling role), $3 (kind), $4
+// (the scope as 0.6.0 named it), for the grant table as installed: by role
+// OID in idem.usage_grant_rows (0.8.0), by regrole with kinds (0.7.0), or
+// without kinds (0.6.0's, a newer module before ALTER EXTENSION ... UPDATE),
+// read as they were meant then.
+const char* grant_check_sql()
+{
+    if (sql_has(SqlFeature::kGrantRowsByOid))
+        return "SELECT EXISTS (SELECT FROM idem.usage_grant_rows g"
+               " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
+               " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role_id, 'USAGE'))::pg_catalog.text";
+    if (pg::column_exists("idem", "usage_grants", "kind"))
+        return "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+               " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
+               " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
+    return "SELECT EXISTS (SELECT FROM idem.usage_grants g"
+           " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $4) AND $3 IS NOT NULL"
+           " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
+}
+
 }  // namespace
 
 // May the calling role use this scope? Superusers may; others need a row in
@@ -68,16 +89,7 @@ void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& s
     require_state_node(spi, names);
     if (!pg::current_user_is_superuser()) {
         bool allowed = false;
-        // Grants without a kind are 0.6.0's (a newer module before ALTER
-        // EXTENSION ... UPDATE): read as they were meant then.
-        const char* const sql =
-            pg::column_exists("idem", "usage_grants", "kind")
-                ? "SELECT EXISTS (SELECT FROM idem.usage_grants g"
-                  " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
-                  " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text"
-                : "SELECT EXISTS (SELECT FROM idem.usage_grants g"
-                  " WHERE (g.scope IS NULL OR g.scope OPERATOR(pg_catalog.=) $4) AND $3 IS NOT NULL"
-                  " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
+        const char* const sql = grant_check_sql();
         pg::as_extension_owner([&] {
             auto r = spi.query_saved(
                 sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),

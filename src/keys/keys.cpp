@@ -1,11 +1,12 @@
 #include "keys/keys.hpp"
 
-#include <functional>
 #include <map>
 
+#include "common/installed_sql.hpp"
 #include "common/scope_grants.hpp"
 #include "core/digest.hpp"
 #include "core/md5.hpp"
+#include "keys/key_rows.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
@@ -16,43 +17,64 @@ namespace pg_idempotent {
 
 namespace {
 
+using keys::key_in_scope;
+using keys::KeyRow;
+using keys::kWhereHash;
+using keys::kWhereKey;
+using keys::require_text;
+using keys::shown;
 using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-// Every statement below is fixed text run as the extension owner; values
-// travel as $1 (scope) and $2 (key), then the statement's own.
-// A row is found by md5(key) (the primary key, so that keys of any length
-// work) and is this key's only if the stored key is this one, byte for byte
-// (the "C" collation): another key with the same MD5 is not this key's row.
-const char* const kWhereHash =
-    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid";
-const char* const kWhereKey =
-    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid"
-    " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) $2";
+// What a claim ends with: whether this transaction owns the key, and the
+// fencing token of its row (a leased claim and a takeover draw one).
+struct ClaimOutcome {
+    bool owned = false;
+    std::optional<std::int64_t> token;
+};
 
-const char* const kInsertClaim =
-    "INSERT INTO idem.keys AS k (scope, key_hash, key, fingerprint, state, lease, claimed_at,"
-    " lease_until, claimed_by)"
-    " VALUES ($1, pg_catalog.md5($2)::pg_catalog.uuid, $2, $3,"
-    "  CASE WHEN $4::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
-    "  $4::pg_catalog.interval, pg_catalog.now(),"
-    "  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4::pg_catalog.interval,"
-    "  pg_catalog.pg_current_xact_id())"
-    " ON CONFLICT (scope, key_hash) DO NOTHING RETURNING true";
-
-std::string lookup_sql()
+// ", <column> = nextval('idem.key_tokens')" where the SQL objects have
+// the token column, else nothing (no tokens before ALTER EXTENSION UPDATE).
+std::string next_token_sql(const char* prefix)
 {
-    return std::string(
-               "SELECT k.state, k.fingerprint,"
-               " COALESCE(k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned(), false)::pg_catalog.text,"
-               " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
-               " k.lease_until::pg_catalog.text FROM idem.keys k") +
-           kWhereKey;
+    if (!keys::tokens_installed())
+        return "";
+    return std::string(prefix) + "pg_catalog.nextval('idem.key_tokens'::pg_catalog.regclass)";
 }
 
+std::string returned_token_sql()
+{
+    return keys::tokens_installed() ? "k.token::pg_catalog.text" : "NULL::pg_catalog.text";
+}
+
+std::optional<std::int64_t> token_of(const std::optional<std::string>& text)
+{
+    if (!text)
+        return std::nullopt;
+    return std::stoll(*text);
+}
+
+// The INSERT of a new key: a leased one draws its token.
+std::string insert_claim_sql()
+{
+    const bool tokens = keys::tokens_installed();
+    return std::string(
+               "INSERT INTO idem.keys AS k (scope, key_hash, key, fingerprint, state, lease, claimed_at,"
+               " lease_until, claimed_by") +
+           (tokens ? ", token" : "") +
+           ") VALUES ($1, pg_catalog.md5($2)::pg_catalog.uuid, $2, $3,"
+           "  CASE WHEN $4::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
+           "  $4::pg_catalog.interval, pg_catalog.now(),"
+           "  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4::pg_catalog.interval,"
+           "  pg_catalog.pg_current_xact_id()" +
+           (tokens ? ", CASE WHEN $4::pg_catalog.interval IS NULL THEN NULL ELSE " + next_token_sql("") + " END"
+                   : std::string()) +
+           ") ON CONFLICT (scope, key_hash) DO NOTHING RETURNING " + returned_token_sql();
+}
+
+// A takeover of an expired lease, with a new token: the old owner's token
+// no longer owns the key.
 std::string takeover_sql()
 {
     return std::string(
@@ -61,51 +83,10 @@ std::string takeover_sql()
                " lease = $3::pg_catalog.interval, claimed_at = pg_catalog.now(),"
                " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3::pg_catalog.interval,"
                " claimed_by = pg_catalog.pg_current_xact_id(), fingerprint = COALESCE($4, k.fingerprint)") +
-           kWhereKey +
+           next_token_sql(", token = ") + kWhereKey +
            " AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
-           " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING true";
-}
-
-// A key as messages show it: long keys are cut, the message stays readable.
-// The cut is on a UTF-8 character boundary (as publish's version table
-// names): a cut inside a character would make the whole message invalid UTF-8.
-std::string shown(const std::string& key)
-{
-    if (key.size() <= 80)
-        return key;
-    std::size_t cut = 77;
-    while (cut > 0 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80)
-        --cut;
-    return key.substr(0, cut) + "...";
-}
-
-void require_text(const std::string& value, const char* what)
-{
-    if (value.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty");
-}
-
-struct KeyRow {
-    std::string state;
-    std::optional<std::string> fingerprint;
-    bool mine = false;
-    bool lease_live = false;
-    std::optional<std::string> lease_until;
-};
-
-std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key)
-{
-    auto r = spi.query_saved(lookup_sql(), {Param::of_text(scope), Param::of_text(key)});
-    if (r.rows.empty())
-        return std::nullopt;
-    const auto& row = r.rows[0];
-    KeyRow k;
-    k.state = row[0].value_or("");
-    k.fingerprint = row[1];
-    k.mine = row[2] == std::optional<std::string>("true");
-    k.lease_live = row[3] == std::optional<std::string>("true");
-    k.lease_until = row[4];
-    return k;
+           " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING " +
+           returned_token_sql();
 }
 
 void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
@@ -151,30 +132,19 @@ bool hash_held_by_other_key(pg::SpiSession& spi, const std::string& scope, const
 
 UserError leased_error(const ClaimRequest& request, const char* how)
 {
-    return UserError(sqlstate::kLockNotAvailable,
-                     "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope + "\" " + how,
+    return UserError(sqlstate::kLockNotAvailable, key_in_scope(request.key, request.scope) + " " + how,
                      "idem.key_status shows until when.", "Retry after the lease expires, or let that worker finish.");
 }
 
-// The frame of every per-key function: the arguments, the caller's grant,
-// then body on idem.keys as the extension owner.
-void on_key_state(const std::string& key, const std::string& scope, const std::function<void(pg::SpiSession&)>& body)
-{
-    require_text(key, "key");
-    require_text(scope, "scope");
-    pg::SpiSession spi;
-    check_scope_usage(spi, ScopeKind::kKeys, scope);
-    pg::as_extension_owner([&] { body(spi); });
-    spi.finish();
-}
-
-// The row of the key: inserted by this call (nullopt, *inserted), or the one
-// already there. Through pg::insert_claim_row where it applies (no SPI, no
-// executor start; a duplicate assigns no transaction id), else through SQL:
-// the INSERT (ON CONFLICT waits for a concurrent claimer's transaction to
-// end), and a look-up only when the row already exists. nullopt without
-// *inserted: a key forgotten between the two statements.
-std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& request, bool* inserted)
+// The row of the key: inserted by this call (nullopt, *inserted, *token
+// the new row's), or the one already there. Through pg::insert_claim_row
+// where it applies (no SPI, no executor start; a duplicate assigns no
+// transaction id), else through SQL: the INSERT (ON CONFLICT waits for a
+// concurrent claimer's transaction to end), and a look-up only when the row
+// already exists. nullopt without *inserted: a key forgotten between the
+// two statements.
+std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& request, bool* inserted,
+                                     std::optional<std::int64_t>* token)
 {
     *inserted = false;
     const pg::KeyClaimResult direct =
@@ -182,6 +152,7 @@ std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& re
     switch (direct.outcome) {
     case pg::KeyClaimResult::Outcome::kInserted:
         *inserted = true;
+        *token = direct.token;
         return std::nullopt;
     case pg::KeyClaimResult::Outcome::kExists: {
         KeyRow k;
@@ -189,6 +160,7 @@ std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& re
         k.fingerprint = direct.existing.fingerprint;
         k.mine = direct.existing.claimed_by_this_transaction;
         k.lease_live = direct.existing.lease_live;
+        k.token = direct.token;
         if (!direct.existing.same_key)
             throw collision_error(request.key, request.scope);
         return k;
@@ -196,16 +168,18 @@ std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& re
     case pg::KeyClaimResult::Outcome::kUnsupported:
         break;
     }
-    auto ins = spi.query_saved(kInsertClaim, {Param::of_text(request.scope), Param::of_text(request.key),
-                                              Param::of_text(request.fingerprint), Param::of_text(request.lease)});
+    auto ins =
+        spi.query_saved(insert_claim_sql(), {Param::of_text(request.scope), Param::of_text(request.key),
+                                             Param::of_text(request.fingerprint), Param::of_text(request.lease)});
     if (!ins.rows.empty()) {
         *inserted = true;
+        *token = token_of(ins.rows[0][0]);
         return std::nullopt;
     }
-    return lookup(spi, request.scope, request.key);
+    return keys::lookup(spi, request.scope, request.key);
 }
 
-bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
+ClaimOutcome claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 {
     const Param scope = Param::of_text(request.scope);
     const Param key = Param::of_text(request.key);
@@ -214,9 +188,10 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
     // Two rounds at most: a key forgotten between two steps is claimed anew.
     for (int attempt = 0; attempt < 2; ++attempt) {
         bool inserted = false;
-        auto row = insert_or_find(spi, request, &inserted);
+        std::optional<std::int64_t> token;
+        auto row = insert_or_find(spi, request, &inserted, &token);
         if (inserted)
-            return true;
+            return {true, token};
         if (!row) {
             // The INSERT met a row, and none is this key's: another key's
             // row with the same hash, or this key's row forgotten meanwhile.
@@ -226,45 +201,50 @@ bool claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
         }
         check_fingerprint(*row, request);
         if (row->mine)
-            return true;  // this transaction claimed it already
+            return {true, row->token};  // this transaction claimed it already
         if (row->state == "done")
-            return false;
+            return {false, std::nullopt};
         if (row->lease_live)
             throw leased_error(request, "is leased by another worker");
         auto took = spi.query_saved(takeover_sql(),
                                     {scope, key, Param::of_text(request.lease), Param::of_text(request.fingerprint)});
         if (!took.rows.empty())
-            return true;
+            return {true, token_of(took.rows[0][0])};
         // Someone else took it over first: look again (its lease is live now).
     }
-    auto row = lookup(spi, request.scope, request.key);
+    auto row = keys::lookup(spi, request.scope, request.key);
     if (row && row->lease_live)
         throw leased_error(request, "was just taken over by another worker");
-    return false;
+    return {false, std::nullopt};
 }
 
 // One statement for the whole batch: new keys are inserted in hash order
 // (ON CONFLICT waits on a concurrent claimer's transaction, one at a
 // time: no lock slot per key), expired leases are taken over, keys this
 // transaction already owns are included.
-const char* const kClaimMany =
-    "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
-    "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
-    " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
-    "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i ORDER BY i.h"
-    "  ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
-    " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
-    "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()"
-    "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
-    "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
-    "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
-    " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
-    "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
-    "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
-    " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
+std::string claim_many_sql()
+{
+    return std::string(
+               "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
+               "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
+               " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
+               "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i"
+               "  ORDER BY i.h ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
+               " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
+               "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()") +
+           next_token_sql(", token = ") +
+           "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
+           "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
+           "  AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
+           "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
+           " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
+           "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
+           "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
+           " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
+}
 
 // A key whose hash another key holds is neither inserted nor returned by
-// kClaimMany: the batch fails on it (ID003) rather than report it as claimed
+// claim_many_sql(): the batch fails on it (ID003) rather than report it as claimed
 // before. Two keys of the batch with one hash are found by batch_hashes; a
 // row of another key after the statement, by check_hashes_held.
 
@@ -288,7 +268,7 @@ BatchHashes batch_hashes(const std::vector<std::string>& keys, const std::string
     return batch;
 }
 
-// Run after kClaimMany, which has waited for any concurrent claimer of those
+// Run after claim_many_sql(), which has waited for any concurrent claimer of those
 // hashes, so a row committed meanwhile is seen too. One index look-up of all
 // the hashes, the keys compared here: a join that computes md5() per pair
 // can be planned as a nested loop (the planner has no statistics for a fresh
@@ -307,9 +287,9 @@ void check_hashes_held(pg::SpiSession& spi, const std::string& scope, const Batc
     }
 }
 
-}  // namespace
-
-bool claim(const ClaimRequest& request)
+// The caller's side of a claim: the arguments, the grant, then the claim as
+// the extension owner, with wait => false's 55P03.
+ClaimOutcome claim_key(const ClaimRequest& request)
 {
     require_text(request.key, "key");
     require_text(request.scope, "scope");
@@ -324,27 +304,51 @@ bool claim(const ClaimRequest& request)
             throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
     }
     check_scope_usage(spi, ScopeKind::kKeys, request.scope);
-    bool owned = false;
+    ClaimOutcome outcome;
     pg::as_extension_owner([&] {
         if (request.wait) {
-            owned = claim_as_owner(spi, request);
+            outcome = claim_as_owner(spi, request);
         } else {
             // wait => false: a concurrent, open claim of the key fails at once
             // (55P03) instead of waiting for that transaction to end.
             try {
-                pg::with_lock_timeout("1ms", [&] { owned = claim_as_owner(spi, request); });
+                pg::with_lock_timeout("1ms", [&] { outcome = claim_as_owner(spi, request); });
             } catch (pg::PgError& e) {
                 if (pg::error_sqlstate(e) != sqlstate::kLockNotAvailable)
                     throw;
                 throw UserError(sqlstate::kLockNotAvailable,
-                                "idempotency key \"" + shown(request.key) + "\" in scope \"" + request.scope +
-                                    "\" is being claimed by another transaction",
+                                key_in_scope(request.key, request.scope) + " is being claimed by another transaction",
                                 {}, "Retry later, or call idem.claim with wait => true to wait for it.");
             }
         }
     });
     spi.finish();
-    return owned;
+    return outcome;
+}
+
+}  // namespace
+
+bool claim(const ClaimRequest& request)
+{
+    return claim_key(request).owned;
+}
+
+std::optional<std::int64_t> claim_lease(const ClaimRequest& request)
+{
+    if (!request.lease)
+        throw UserError(sqlstate::kNullValueNotAllowed, "lease must not be NULL", {},
+                        "A key without a lease is claimed with idem.claim.");
+    require_sql(SqlFeature::kKeyTokens, "idem.claim_lease");
+    const ClaimOutcome outcome = claim_key(request);
+    if (!outcome.owned)
+        return std::nullopt;
+    if (!outcome.token)
+        throw UserError(
+            sqlstate::kObjectNotInPrerequisiteState,
+            key_in_scope(request.key, request.scope) + " was claimed without a lease earlier in this transaction",
+            "Its claim has no lease, so no fencing token.",
+            "Claim it with idem.claim_lease only, or keep to idem.claim in this transaction.");
+    return outcome.token;
 }
 
 void claim_many(const pg::ResultSet& out, const std::vector<std::string>& keys, const std::string& scope)
@@ -356,54 +360,16 @@ void claim_many(const pg::ResultSet& out, const std::vector<std::string>& keys, 
     check_scope_usage(spi, ScopeKind::kKeys, scope);
     const BatchHashes batch = batch_hashes(keys, scope);
     pg::as_extension_owner([&] {
-        spi.return_rows(out, kClaimMany, {Param::of_text(scope), Param::of_text_array(keys)}, true);
+        spi.return_rows(out, claim_many_sql(), {Param::of_text(scope), Param::of_text_array(keys)}, true);
         check_hashes_held(spi, scope, batch);
     });
     spi.finish();
 }
 
-void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope)
-{
-    on_key_state(key, scope, [&](pg::SpiSession& spi) {
-        auto done = spi.query_saved(
-            std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
-                        " completed_at = pg_catalog.now(), lease_until = NULL") +
-                kWhereKey +
-                " AND (k.state OPERATOR(pg_catalog.=) 'in_progress'"
-                "      OR k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()) RETURNING true",
-            {Param::of_text(scope), Param::of_text(key), Param::of_text(result_json)});
-        if (!done.rows.empty())
-            return;
-        auto row = lookup(spi, scope, key);
-        if (!row)
-            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" was never claimed", {},
-                            "Call idem.claim first, in this transaction or with a lease.");
-        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is already complete",
-                        "An earlier transaction completed it; its result stays as it was.");
-    });
-}
-
-void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope)
-{
-    on_key_state(key, scope, [&](pg::SpiSession& spi) {
-        auto saved =
-            spi.query_saved(std::string("UPDATE idem.keys k SET recovery_point = $3,"
-                                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
-                                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress' RETURNING true",
-                            {Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)});
-        if (saved.rows.empty())
-            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                            "idempotency key \"" + shown(key) + "\" in scope \"" + scope + "\" is not in progress",
-                            "save_point records progress of a key claimed with a lease.");
-    });
-}
-
 std::optional<std::string> result(const std::string& key, const std::string& scope)
 {
     std::optional<std::string> out;
-    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+    keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
         auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey,
                                  {Param::of_text(scope), Param::of_text(key)});
         if (!r.rows.empty())
@@ -450,13 +416,13 @@ std::optional<std::string> once(const std::string& key, const std::string& query
 
 void key_status(const pg::ResultSet& out, const std::string& key, const std::string& scope)
 {
-    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+    keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
         spi.return_rows(out,
                         std::string("SELECT CASE WHEN k.state OPERATOR(pg_catalog.=) 'in_progress'"
                                     " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
                                     " THEN 'expired' ELSE k.state END, k.fingerprint, k.result, k.recovery_point,"
-                                    " k.claimed_at, k.completed_at, k.lease_until FROM idem.keys k") +
-                            kWhereKey,
+                                    " k.claimed_at, k.completed_at, k.lease_until") +
+                            (keys::tokens_installed() ? ", k.token" : "") + " FROM idem.keys k" + kWhereKey,
                         {Param::of_text(scope), Param::of_text(key)}, true);
     });
 }
@@ -464,7 +430,7 @@ void key_status(const pg::ResultSet& out, const std::string& key, const std::str
 bool forget(const std::string& key, const std::string& scope)
 {
     bool forgotten = false;
-    on_key_state(key, scope, [&](pg::SpiSession& spi) {
+    keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
         auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + kWhereKey + " RETURNING true",
                                  {Param::of_text(scope), Param::of_text(key)});
         forgotten = !r.rows.empty();

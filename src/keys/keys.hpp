@@ -20,9 +20,17 @@ struct ClaimRequest {
 };
 
 bool claim(const ClaimRequest& request);
+// A leased claim (request.lease set) that hands out the fencing token of the
+// key's new owner; nullopt when the key is done.
+std::optional<std::int64_t> claim_lease(const ClaimRequest& request);
 void claim_many(const pg::ResultSet& out, const std::vector<std::string>& keys, const std::string& scope);
-void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope);
-void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope);
+// With a token: ID004 unless that token still owns the key (src/keys/leases.cpp).
+void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope,
+              const std::optional<std::int64_t>& token = std::nullopt);
+void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope,
+                const std::optional<std::int64_t>& token = std::nullopt);
+// ID004 unless the token owns the key; locks its row until the transaction ends.
+void check_lease(const std::string& key, const std::string& scope, std::int64_t token);
 std::optional<std::string> result(const std::string& key, const std::string& scope);
 std::optional<std::string> once(const std::string& key, const std::string& query, const std::string& scope,
                                 const std::optional<std::string>& fingerprint);

@@ -41,6 +41,13 @@ std::optional<std::int32_t> arg_int4(FunctionCallInfo fcinfo, int n)
     return static_cast<std::int32_t>(PG_GETARG_INT32(n));
 }
 
+std::optional<std::int64_t> arg_int8(FunctionCallInfo fcinfo, int n)
+{
+    if (n >= PG_NARGS() || PG_ARGISNULL(n))
+        return std::nullopt;
+    return static_cast<std::int64_t>(PG_GETARG_INT64(n));
+}
+
 std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n)
 {
     if (PG_ARGISNULL(n))

@@ -20,6 +20,9 @@ void require_arg(FunctionCallInfo fcinfo, int n, const char* name);
 std::optional<std::string> arg_text(FunctionCallInfo fcinfo, int n);
 std::optional<std::uint32_t> arg_oid(FunctionCallInfo fcinfo, int n);
 std::optional<std::int32_t> arg_int4(FunctionCallInfo fcinfo, int n);
+// nullopt also when the call has fewer than n + 1 arguments (an older SQL
+// declaration of the function, before ALTER EXTENSION ... UPDATE).
+std::optional<std::int64_t> arg_int8(FunctionCallInfo fcinfo, int n);
 std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n);
 // A text[]; NULL elements are refused (22004, naming the argument).
 std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n, const char* name);

@@ -70,6 +70,10 @@ inline constexpr const char* kNotRerunSafe = "ID002";
 // Two different keys of one scope with the same MD5 (idem.keys finds a key by
 // md5(key)): the second is refused instead of being taken for the first.
 inline constexpr const char* kKeyHashCollision = "ID003";
+// A leased key's fencing token that no longer owns the key: taken over by
+// another worker, completed, or forgotten (save_point, complete,
+// check_lease given a token).
+inline constexpr const char* kLeaseLost = "ID004";
 // An event appended again with other content than the one already there
 // (idem.append; also in its statement's text as 'ID005').
 inline constexpr const char* kAppendConflict = "ID005";

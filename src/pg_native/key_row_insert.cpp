@@ -10,6 +10,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "commands/sequence.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
@@ -26,9 +27,10 @@ namespace pg_idempotent::pg {
 
 namespace {
 
-// idem.keys as released (pg_idempotent--0.1.0.sql): name and type of every
-// column. Any other shape (a column added, a default) and the caller's SQL
-// runs instead, which knows the defaults.
+// idem.keys as released (pg_idempotent--0.1.0.sql, token since 0.8.0): name
+// and type of every column. Any other shape (a column added, a default) and
+// the caller's SQL runs instead, which knows the defaults. The token column
+// may be missing (the module upgraded before ALTER EXTENSION ... UPDATE).
 enum Column {
     kScope,
     kKeyHash,
@@ -42,6 +44,7 @@ enum Column {
     kCompletedAt,
     kLeaseUntil,
     kClaimedBy,
+    kToken,
     kColumnCount
 };
 
@@ -63,6 +66,7 @@ const ColumnSpec kColumns[kColumnCount] = {
     {"completed_at", TIMESTAMPTZOID},
     {"lease_until", TIMESTAMPTZOID},
     {"claimed_by", XID8OID},
+    {"token", INT8OID},
 };
 
 // Index into the tuple descriptor of each column; false unless the table has
@@ -87,7 +91,7 @@ bool map_columns(TupleDesc desc, int* at)
             return false;
         at[found] = i;
     }
-    return live == kColumnCount;
+    return live == kColumnCount || (live == kColumnCount - 1 && at[kToken] < 0);
 }
 
 // The arbiters ON CONFLICT (scope, key_hash) would infer: every valid,
@@ -125,6 +129,8 @@ struct RawResult {
     bool mine;
     bool lease_live;
     bool same_key;
+    bool has_token;
+    int64 token;
 };
 
 Datum text_datum(const std::string& s)
@@ -295,6 +301,11 @@ void read_existing(const ClaimTarget& t, const KeyClaim& claim, MemoryContext ca
                 FullTransactionIdEquals(DatumGetFullTransactionId(claimed_by), mine);
     const Datum lease_until = slot_getattr(t.found, t.at[kLeaseUntil] + 1, &isnull);
     out->lease_live = !isnull && DatumGetTimestampTz(lease_until) > GetCurrentTimestamp();
+    if (t.at[kToken] >= 0) {
+        const Datum token = slot_getattr(t.found, t.at[kToken] + 1, &isnull);
+        out->has_token = !isnull;
+        out->token = isnull ? 0 : DatumGetInt64(token);
+    }
     // The row was found by md5(key): it is this key's only if the stored key
     // is this one, byte for byte.
     const Datum stored = slot_getattr(t.found, t.at[kKey] + 1, &isnull);
@@ -308,9 +319,21 @@ void read_existing(const ClaimTarget& t, const KeyClaim& claim, MemoryContext ca
     MemoryContextSwitchTo(t.estate->es_query_cxt);
 }
 
+// The next fencing token, as nextval('idem.key_tokens') (run as the
+// extension owner, who owns the sequence).
+int64 next_token()
+{
+    const Oid ns = get_namespace_oid("idem", false);
+    const Oid seq = get_relname_relid("key_tokens", ns);
+    if (!OidIsValid(seq))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence idem.key_tokens does not exist")));
+    return nextval_internal(seq, true);
+}
+
 // The row claim's SQL writes for a new key, the transaction id assigned
-// only now, checked against the table's constraints.
-void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k)
+// only now, checked against the table's constraints. A leased claim draws
+// its fencing token here, only once no conflicting row was found.
+void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k, RawResult* out)
 {
     clear_row(t->slot);
     set_column(t, kScope, k.scope);
@@ -325,6 +348,13 @@ void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k)
         set_column(t, kLease, lease);
         set_column(t, kLeaseUntil,
                    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()), lease));
+        if (t->at[kToken] >= 0) {
+            if (!out->has_token) {
+                out->token = next_token();
+                out->has_token = true;
+            }
+            set_column(t, kToken, Int64GetDatum(out->token));
+        }
     } else {
         set_column(t, kState, CStringGetTextDatum("done"));
     }
@@ -353,7 +383,7 @@ bool insert_speculatively(ClaimTarget* t)
 
 RawResult claim_row(const KeyClaim& claim)
 {
-    RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true};
+    RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true, false, 0};
     const Oid relid = keys_table_for_direct_insert();
     if (!OidIsValid(relid))
         return out;
@@ -368,11 +398,12 @@ RawResult claim_row(const KeyClaim& claim)
         if (conflict == Conflict::kGone)
             continue;
         if (conflict == Conflict::kFound) {
+            out.has_token = false;
             read_existing(t, claim, caller, &out);
             out.outcome = KeyClaimResult::Outcome::kExists;
             break;
         }
-        build_new_row(&t, claim, k);
+        build_new_row(&t, claim, k, &out);
         if (insert_speculatively(&t)) {
             out.outcome = KeyClaimResult::Outcome::kInserted;
             break;
@@ -400,6 +431,8 @@ KeyClaimResult insert_claim_row(const KeyClaim& claim)
         result.existing.lease_live = raw.lease_live;
         result.existing.same_key = raw.same_key;
     }
+    if (raw.has_token)
+        result.token = raw.token;
     return result;
 }
 

@@ -17,6 +17,7 @@
 // row security, a partitioning, or a column set other than the released one.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,10 @@ struct KeyClaimResult {
     enum class Outcome { kInserted, kExists, kUnsupported };
     Outcome outcome = Outcome::kUnsupported;
     StoredKey existing;  // kExists only
+    // The fencing token: of the new row (kInserted with a lease), or of the
+    // row already there (kExists); none when the row has none, or the table
+    // has no token column yet.
+    std::optional<std::int64_t> token;
 };
 
 // Runs as the current user (claim calls it as the extension owner). Waits for

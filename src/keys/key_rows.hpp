@@ -1,0 +1,57 @@
+// What the key functions share: how a key's row is found in idem.keys, how
+// a key is shown in messages, and the frame every per-key function runs in.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "pg/errors.hpp"
+#include "pg/spi.hpp"
+
+namespace pg_idempotent::keys {
+
+// Statements are fixed text run as the extension owner; values travel as $1
+// (scope) and $2 (key), then the statement's own. A row is found by
+// md5(key) (the primary key, so that keys of any length work) and is this
+// key's only if the stored key is this one, byte for byte (the "C"
+// collation): another key with the same MD5 is not this key's row.
+extern const char* const kWhereHash;
+extern const char* const kWhereKey;
+
+// Whether idem.keys has its token column (0.8.0; a newer module before ALTER
+// EXTENSION ... UPDATE has none, and keys get no tokens).
+bool tokens_installed();
+
+// A key as messages show it: long keys are cut to 80 bytes, on a UTF-8
+// character boundary.
+std::string shown(const std::string& key);
+
+// "idempotency key "<key>" in scope "<scope>"", the subject of messages.
+std::string key_in_scope(const std::string& key, const std::string& scope);
+
+// UserError 22023 when value is empty.
+void require_text(const std::string& value, const char* what);
+
+// The columns of a key's row that the functions decide on.
+struct KeyRow {
+    std::string state;
+    std::optional<std::string> fingerprint;
+    bool mine = false;        // claimed_by = this transaction
+    bool lease_live = false;  // lease_until > clock_timestamp()
+    std::optional<std::string> lease_until;
+    std::optional<std::int64_t> token;
+};
+
+// The key's row as this statement sees it; with lock, locked FOR SHARE
+// (a takeover, an UPDATE, then waits for this transaction to end).
+std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key,
+                             bool lock = false);
+
+// The frame of every per-key function: the arguments, the caller's grant,
+// then body on idem.keys as the extension owner.
+void on_key_state(const std::string& key, const std::string& scope,
+                  const std::function<void(pg::SpiSession&)>& body);
+
+}  // namespace pg_idempotent::keys
