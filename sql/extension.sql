@@ -29,10 +29,12 @@ SELECT p.proname, p.prosecdef, p.provolatile, p.proisstrict
 SELECT p.proname, has_function_privilege('public', p.oid, 'EXECUTE') AS public_execute,
        EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%') AS pinned_search_path
   FROM pg_proc p WHERE p.pronamespace = 'idem'::regnamespace AND p.prosecdef ORDER BY 1;
--- idem's state tables are closed to PUBLIC.
-SELECT c.relname, has_table_privilege('public', c.oid, 'SELECT') AS public_select,
-       has_table_privilege('public', c.oid, 'INSERT,UPDATE,DELETE') AS public_write
-  FROM pg_class c WHERE c.relnamespace = 'idem'::regnamespace AND c.relkind = 'r' ORDER BY 1;
+-- idem's state tables, the grants view and the sequences are closed to
+-- PUBLIC (run_history shows each role its own runs).
+SELECT c.relname, c.relkind, has_table_privilege('public', c.oid, 'SELECT') AS public_select,
+       has_table_privilege('public', c.oid, 'INSERT,UPDATE,DELETE') AS public_write,
+       CASE WHEN c.relkind = 'S' THEN has_sequence_privilege('public', c.oid, 'USAGE,UPDATE') END AS public_sequence
+  FROM pg_class c WHERE c.relnamespace = 'idem'::regnamespace AND c.relkind IN ('r', 'v', 'S') ORDER BY 1;
 
 -- PUBLIC may use the schema but not create in it; the boundary probe is not
 -- for PUBLIC.
