@@ -41,6 +41,10 @@ SELECT idem.checksum('daily') || ' ' || idem.checksum('fulfilments') || ' ' || i
 
 $primary->safe_psql('postgres', $pipeline);
 my $after_one_run = $primary->safe_psql('postgres', $checksums);
+# Fencing tokens: 40 leased claims (more than the 32 values a sequence logs
+# ahead at a time), the last of them the largest token handed out.
+my $last_token = $primary->safe_psql('postgres', q{
+SELECT max(idem.claim_lease('export_' || g, 'exports', '1 hour')) FROM generate_series(1, 40) g});
 $primary->wait_for_catchup($standby);
 is($standby->safe_psql('postgres', $checksums), $after_one_run, 'the standby has the data, the keys and the watermark');
 
@@ -65,6 +69,12 @@ like($out, qr/^f$/m, 'run_once skips: the watermark travelled with the data');
 is($standby->safe_psql('postgres', $checksums), $after_one_run,
 	'after the rerun on the new primary: the same checksums as one clean run');
 is($standby->safe_psql('postgres', 'SELECT count(*) FROM fulfilments'), '1', 'the webhook fulfilled once');
+# The tokens never go back: the lease keeps its token, and the new primary
+# hands out larger ones only.
+is($standby->safe_psql('postgres', q{SELECT token FROM idem.key_status('export_40', 'exports')}),
+	$last_token, 'the last lease kept its token');
+cmp_ok($standby->safe_psql('postgres', q{SELECT idem.claim_lease('export_41', 'exports', '1 hour')}),
+	'>', $last_token, 'after the failover the next token is larger than every earlier one');
 is($standby->safe_psql('postgres', $history),
 	'merge_query merged,run_once ran,merge_query unchanged,run_once skipped',
 	'the new primary goes on recording after the history it inherited');

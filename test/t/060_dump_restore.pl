@@ -35,6 +35,12 @@ CREATE TABLE sales_0707 PARTITION OF sales FOR VALUES FROM ('2024-07-07') TO ('2
 SELECT * FROM idem.overwrite_partition('sales', '2024-07-07'::date,
   $$SELECT '2024-07-07'::date, store, sum(amount) FROM orders GROUP BY store$$);
 });
+# Fencing tokens: the largest handed out before the dump (a key leased now,
+# and a lease's token handed out and then forgotten, whose row is gone).
+my $lease_token = $node->safe_psql('source_db', q{SELECT idem.claim_lease('export_1', 'exports', '1 hour')});
+my $forgotten_token = $node->safe_psql('source_db', q{SELECT idem.claim_lease('export_2', 'exports', '1 hour')});
+$node->safe_psql('source_db', q{SELECT idem.forget('export_2', 'exports')});
+cmp_ok($forgotten_token, '>', $lease_token, 'the forgotten lease had a larger token');
 
 my $state_sql = q{
 SELECT (SELECT string_agg(version || ':' || is_current || ':' || row_count || ':' || checksum, ',' ORDER BY version)
@@ -61,6 +67,15 @@ $node->command_ok(['pg_restore', '-d', $node->connstr('restored_db'), $dump], 'p
 
 my $after = $node->safe_psql('restored_db', $state_sql);
 is($after, $before, 'every version, the current pointer, keys, results, watermarks, windows, tombstones and grants survive');
+
+# The tokens never go back: the leased key keeps its token, which still
+# owns it, and the next token is larger than every one handed out before
+# the dump, the forgotten key's included.
+is($node->safe_psql('restored_db', q{SELECT token FROM idem.key_status('export_1', 'exports')}),
+	$lease_token, 'the leased key keeps its token');
+$node->safe_psql('restored_db', qq{SELECT idem.check_lease('export_1', 'exports', $lease_token)});
+my $next_token = $node->safe_psql('restored_db', q{SELECT idem.claim_lease('export_3', 'exports', '1 hour')});
+cmp_ok($next_token, '>', $forgotten_token, 'after the restore the next token is larger than every earlier one');
 
 # Jobs rerun after the restore are no-ops.
 my $rerun = $node->safe_psql('restored_db', q{
