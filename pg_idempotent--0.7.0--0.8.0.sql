@@ -298,21 +298,25 @@ COMMENT ON FUNCTION idem.key_status(text, text) IS
   'The state of a key: in_progress, expired (a lease ran out), or done, and its fencing token; no row if never claimed';
 
 -- ---------------------------------------------------------------------------
--- Grants by role OID. The rows name the role by its OID (as regrole did);
--- idem.usage_grants is now a view that shows the name and hides the grants
--- of dropped roles, and idem.purge_grants() deletes those. grant_usage and
--- revoke_usage purge them too, whenever they write.
+-- Grants of dropped roles. A grant names its role as regrole: an OID in the
+-- table, so a renamed role keeps its grants and a new role of a dropped
+-- role's name inherits nothing, and a name in pg_dump's output and in
+-- logical replication, where OIDs mean nothing (another cluster resolves the
+-- name). The rows live in idem.usage_grant_rows; idem.usage_grants is now a
+-- view that hides the grants of dropped roles, pg_dump leaves them out, and
+-- idem.purge_grants() deletes them (grant_usage and revoke_usage do it
+-- whenever they write): a dropped role's OID could one day be another's.
 ALTER TABLE idem.usage_grants RENAME TO usage_grant_rows;
-ALTER TABLE idem.usage_grant_rows RENAME COLUMN role TO role_id;
-ALTER TABLE idem.usage_grant_rows ALTER COLUMN role_id TYPE oid USING role_id::pg_catalog.oid;
 ALTER INDEX idem.usage_grants_role_kind_scope RENAME TO usage_grant_rows_role_kind_scope;
+SELECT pg_catalog.pg_extension_config_dump('idem.usage_grant_rows',
+  'WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) role::pg_catalog.oid)');
 COMMENT ON TABLE idem.usage_grant_rows IS
-  'Roles allowed to use idem''s state, by role OID: keys of a scope, the checkpoints of a job or a dataset (kind and scope), or every scope of every kind (both NULL); read it through idem.usage_grants';
+  'Roles allowed to use idem''s state (role by OID, as regrole): keys of a scope, the checkpoints of a job or a dataset (kind and scope), or every scope of every kind (both NULL); read it through idem.usage_grants';
 
 CREATE VIEW idem.usage_grants AS
-  SELECT g.role_id::pg_catalog.regrole AS role, g.scope, g.granted_at, g.kind
+  SELECT g.role, g.scope, g.granted_at, g.kind
     FROM idem.usage_grant_rows g
-   WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) g.role_id);
+   WHERE EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) g.role::pg_catalog.oid);
 REVOKE ALL ON idem.usage_grants FROM PUBLIC;
 COMMENT ON VIEW idem.usage_grants IS
   'The grants of existing roles, by name: who may use idem''s keys, checkpoints and datasets (grants of dropped roles are hidden; idem.purge_grants deletes them)';
@@ -323,7 +327,7 @@ CREATE FUNCTION idem._purge_dropped_role_grants() RETURNS bigint
 AS $$
   WITH gone AS (
     DELETE FROM idem.usage_grant_rows g
-     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) g.role_id)
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) g.role::pg_catalog.oid)
     RETURNING 1)
   SELECT pg_catalog.count(*) FROM gone
 $$;
@@ -353,7 +357,7 @@ BEGIN
       USING DETAIL = 'The every-scope grant is an administrator''s grant: the role can read other roles'' stored results, pre-claim their keys, rewind their jobs and pin their datasets.',
             HINT = 'Grant pipeline roles the scopes they use: idem.grant_usage(role, scope, kind).';
     PERFORM idem._purge_dropped_role_grants();
-    INSERT INTO idem.usage_grant_rows (role_id, scope, kind) VALUES (grant_usage.role::pg_catalog.oid, NULL, NULL)
+    INSERT INTO idem.usage_grant_rows (role, scope, kind) VALUES (grant_usage.role, NULL, NULL)
       ON CONFLICT DO NOTHING;
     RETURN;
   END IF;
@@ -362,8 +366,8 @@ BEGIN
   PERFORM idem.grant_usage(grant_usage.role, grant_usage.scope, k)
      FROM (VALUES ('keys'), ('checkpoints')) AS v(k);
   -- A dataset as 0.6.0 named it: schema.view as written.
-  INSERT INTO idem.usage_grant_rows (role_id, scope, kind)
-  SELECT grant_usage.role::pg_catalog.oid, idem._dataset_scope(grant_usage.scope, true), 'dataset'
+  INSERT INTO idem.usage_grant_rows (role, scope, kind)
+  SELECT grant_usage.role, idem._dataset_scope(grant_usage.scope, true), 'dataset'
    WHERE idem._dataset_scope(grant_usage.scope, true) IS NOT NULL
   ON CONFLICT DO NOTHING;
 END
@@ -398,7 +402,7 @@ BEGIN
   -- A dropped role's grants go first: its OID could come back one day as
   -- another role's.
   PERFORM idem._purge_dropped_role_grants();
-  INSERT INTO idem.usage_grant_rows (role_id, scope, kind) VALUES (grant_usage.role::pg_catalog.oid, stored, grant_usage.kind)
+  INSERT INTO idem.usage_grant_rows (role, scope, kind) VALUES (grant_usage.role, stored, grant_usage.kind)
     ON CONFLICT DO NOTHING;
 END
 $$;
@@ -413,7 +417,7 @@ BEGIN
   END IF;
   PERFORM idem._purge_dropped_role_grants();
   DELETE FROM idem.usage_grant_rows g
-   WHERE g.role_id OPERATOR(pg_catalog.=) revoke_usage.role::pg_catalog.oid
+   WHERE g.role OPERATOR(pg_catalog.=) revoke_usage.role
      AND (CASE WHEN revoke_usage.scope IS NULL THEN g.scope IS NULL
                ELSE g.scope OPERATOR(pg_catalog.=) revoke_usage.scope
                     OR (g.kind OPERATOR(pg_catalog.=) 'dataset'
@@ -431,7 +435,7 @@ BEGIN
   END IF;
   PERFORM idem._purge_dropped_role_grants();
   DELETE FROM idem.usage_grant_rows g
-   WHERE g.role_id OPERATOR(pg_catalog.=) revoke_usage.role::pg_catalog.oid
+   WHERE g.role OPERATOR(pg_catalog.=) revoke_usage.role
      AND g.kind OPERATOR(pg_catalog.=) revoke_usage.kind
      AND g.scope OPERATOR(pg_catalog.=) CASE WHEN revoke_usage.kind OPERATOR(pg_catalog.=) 'dataset'
                                               THEN idem._dataset_scope(revoke_usage.scope)

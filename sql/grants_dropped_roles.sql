@@ -1,4 +1,4 @@
--- Grants name a role by its OID (idem.usage_grant_rows); idem.usage_grants
+-- Grants name a role by its OID (regrole, in idem.usage_grant_rows); idem.usage_grants
 -- shows the name and hides the grants of dropped roles, which
 -- idem.purge_grants() deletes (grant_usage and revoke_usage do too).
 CREATE ROLE gr_etl;
@@ -18,7 +18,7 @@ RESET ROLE;
 DROP ROLE gr_etl;
 SELECT role, kind, scope FROM idem.usage_grants WHERE role::text LIKE 'gr\_%' ORDER BY 1, 2;
 SELECT count(*) AS rows_of_dropped_roles FROM idem.usage_grant_rows g
- WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = g.role_id);
+ WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = g.role::oid);
 -- A new role of the same name inherits nothing.
 CREATE ROLE gr_etl;
 SET ROLE gr_etl;
@@ -38,7 +38,7 @@ SELECT idem.grant_usage('gr_etl', 'orders', 'keys');
 DROP ROLE gr_etl;
 SELECT idem.grant_usage('gr_kept_renamed', 'more', 'keys');
 SELECT count(*) AS rows_of_dropped_roles FROM idem.usage_grant_rows g
- WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = g.role_id);
+ WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = g.role::oid);
 SELECT idem.revoke_usage('gr_kept_renamed', 'orders', 'keys');
 SELECT idem.revoke_usage('gr_kept_renamed', 'more', 'keys');
 DROP ROLE gr_kept_renamed;

@@ -135,9 +135,9 @@ SELECT b.state, b.checksum = idem.checksum_query(coalesce(b.query_after, b.query
 -- 0.7.0: the scope grant of 0.6.0 now names what it gave (keys and the job;
 -- 'webhooks' is no schema.view), the dataset knows its view and its owner.
 SELECT role::text, kind, scope FROM idem.usage_grants ORDER BY kind, scope COLLATE "C";
--- 0.8.0: grants are stored by role OID (idem.usage_grant_rows); the view
--- shows the names.
-SELECT count(*) AS grant_rows FROM idem.usage_grant_rows WHERE role_id = 'idem_upgrade_etl'::regrole::oid;
+-- 0.8.0: the grants' rows are in idem.usage_grant_rows; idem.usage_grants
+-- is a view of those of existing roles.
+SELECT count(*) AS grant_rows FROM idem.usage_grant_rows WHERE role = 'idem_upgrade_etl'::regrole;
 -- 0.8.0: the lease taken at 0.7.0 got a fencing token at the update; its
 -- worker goes on without one, or with the one key_status shows; a new
 -- leased claim draws a larger one.

@@ -43,7 +43,7 @@ Probe probe_of(SqlFeature feature)
         return {nullptr, nullptr, "_row_hash", "0.8.0"};
     case SqlFeature::kKeyTokens:
         return {"keys", "token", nullptr, "0.8.0"};
-    case SqlFeature::kGrantRowsByOid:
+    case SqlFeature::kGrantRows:
         return {"usage_grant_rows", nullptr, nullptr, "0.8.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};

@@ -24,7 +24,7 @@ enum class SqlFeature {
     kRepeatHashes,          // idem._repeat_hashes (0.8.0)
     kRowHash,               // idem._row_hash (0.8.0)
     kKeyTokens,             // idem.keys.token, the fencing tokens (0.8.0)
-    kGrantRowsByOid,        // idem.usage_grant_rows, grants by role OID (0.8.0)
+    kGrantRows,             // idem.usage_grant_rows; usage_grants a view (0.8.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

@@ -49,16 +49,16 @@ void require_state_node(pg::SpiSession& spi, const KindNames& names)
 }
 
 // The check of a grant for $1 (scope), $2 (the calling role), $3 (kind), $4
-// (the scope as 0.6.0 named it), for the grant table as installed: by role
-// OID in idem.usage_grant_rows (0.8.0), by regrole with kinds (0.7.0), or
+// (the scope as 0.6.0 named it), for the grant table as installed:
+// idem.usage_grant_rows (0.8.0), idem.usage_grants with kinds (0.7.0), or
 // without kinds (0.6.0's, a newer module before ALTER EXTENSION ... UPDATE),
 // read as they were meant then.
 const char* grant_check_sql()
 {
-    if (sql_has(SqlFeature::kGrantRowsByOid))
+    if (sql_has(SqlFeature::kGrantRows))
         return "SELECT EXISTS (SELECT FROM idem.usage_grant_rows g"
                " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"
-               " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role_id, 'USAGE'))::pg_catalog.text";
+               " AND pg_catalog.pg_has_role($2::pg_catalog.oid, g.role::pg_catalog.oid, 'USAGE'))::pg_catalog.text";
     if (pg::column_exists("idem", "usage_grants", "kind"))
         return "SELECT EXISTS (SELECT FROM idem.usage_grants g"
                " WHERE (g.scope IS NULL OR (g.kind OPERATOR(pg_catalog.=) $3 AND g.scope OPERATOR(pg_catalog.=) $1))"

@@ -48,11 +48,12 @@ void require_text(const std::string& value, const char* what)
 std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key, bool lock)
 {
     const std::string sql =
-        std::string("SELECT k.state, k.fingerprint,"
-                    " COALESCE(k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned(),"
-                    " false)::pg_catalog.text,"
-                    " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
-                    " k.lease_until::pg_catalog.text, ") +
+        std::string(
+            "SELECT k.state, k.fingerprint,"
+            " COALESCE(k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned(),"
+            " false)::pg_catalog.text,"
+            " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
+            " k.lease_until::pg_catalog.text, ") +
         (tokens_installed() ? "k.token::pg_catalog.text" : "NULL::pg_catalog.text") + " FROM idem.keys k" + kWhereKey +
         (lock ? " FOR SHARE OF k" : "");
     auto r = spi.query_saved(sql, {Param::of_text(scope), Param::of_text(key)});

@@ -46,12 +46,10 @@ struct KeyRow {
 
 // The key's row as this statement sees it; with lock, locked FOR SHARE
 // (a takeover, an UPDATE, then waits for this transaction to end).
-std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key,
-                             bool lock = false);
+std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key, bool lock = false);
 
 // The frame of every per-key function: the arguments, the caller's grant,
 // then body on idem.keys as the extension owner.
-void on_key_state(const std::string& key, const std::string& scope,
-                  const std::function<void(pg::SpiSession&)>& body);
+void on_key_state(const std::string& key, const std::string& scope, const std::function<void(pg::SpiSession&)>& body);
 
 }  // namespace pg_idempotent::keys

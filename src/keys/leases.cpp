@@ -108,12 +108,12 @@ void save_point(const std::string& key, const std::string& recovery_point, const
         std::vector<Param> params{Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)};
         if (token)
             params.push_back(Param::of_int8(*token));
-        auto saved = spi.query_saved(
-            std::string("UPDATE idem.keys k SET recovery_point = $3,"
-                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
-                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress'" +
-                (token ? " AND k.token OPERATOR(pg_catalog.=) $4" : "") + " RETURNING true",
-            params);
+        auto saved =
+            spi.query_saved(std::string("UPDATE idem.keys k SET recovery_point = $3,"
+                                        " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
+                                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress'" +
+                                (token ? " AND k.token OPERATOR(pg_catalog.=) $4" : "") + " RETURNING true",
+                            params);
         if (!saved.rows.empty())
             return;
         if (token)
