@@ -442,3 +442,16 @@ BEGIN
                                               ELSE revoke_usage.scope END;
 END
 $$;
+
+-- Every statement that writes the grant table tells every backend (a
+-- relcache invalidation at commit), so each keeps its grant decisions
+-- across transactions and drops them the moment a grant changes: a claim
+-- per transaction costs no grant query (docs/keys.md, Privileges).
+CREATE FUNCTION idem._grants_changed() RETURNS trigger
+  AS 'MODULE_PATHNAME', 'idem__grants_changed'
+  LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION idem._grants_changed() IS
+  'Internal: the trigger on idem.usage_grant_rows that makes every backend forget its cached grant decisions';
+CREATE TRIGGER usage_grant_rows_changed
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON idem.usage_grant_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION idem._grants_changed();

@@ -11,6 +11,7 @@
 #include "overwrite/overwrite.hpp"
 #include "overwrite/swap_partition.hpp"
 #include "pg/args.hpp"
+#include "pg/grant_invalidation.hpp"
 #include "pg/guard.hpp"
 #include "pg/guard_probe.hpp"
 #include "pg/settings.hpp"
@@ -52,6 +53,7 @@ void _PG_init(void)
     // Plain PostgreSQL calls only (no C++ object is alive here).
     pg::define_settings();
     pg::register_transaction_callbacks();
+    pg::register_grant_invalidation();
 }
 
 PG_FUNCTION_INFO_V1(idem_checksum);
@@ -79,6 +81,7 @@ PG_FUNCTION_INFO_V1(idem_merge_query);
 PG_FUNCTION_INFO_V1(idem_claim);
 PG_FUNCTION_INFO_V1(idem_claim_many);
 PG_FUNCTION_INFO_V1(idem_claim_lease);
+PG_FUNCTION_INFO_V1(idem__grants_changed);
 PG_FUNCTION_INFO_V1(idem_check_lease);
 PG_FUNCTION_INFO_V1(idem_complete);
 PG_FUNCTION_INFO_V1(idem_save_point);
@@ -333,6 +336,11 @@ Datum idem_claim(PG_FUNCTION_ARGS)
         r.lease = pg::arg_interval_text(fcinfo, 4);
         return BoolGetDatum(pg_idempotent::claim(r));
     });
+}
+
+Datum idem__grants_changed(PG_FUNCTION_ARGS)
+{
+    return pg::grant_table_changed(fcinfo);
 }
 
 Datum idem_claim_lease(PG_FUNCTION_ARGS)

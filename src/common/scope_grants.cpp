@@ -1,9 +1,13 @@
 #include "common/scope_grants.hpp"
 
+#include <set>
+#include <tuple>
+
 #include "common/citus_tables.hpp"
 #include "common/installed_sql.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
+#include "pg/grant_invalidation.hpp"
 #include "pg/roles.hpp"
 #include "pg/transactions.hpp"
 
@@ -70,46 +74,95 @@ const char* grant_check_sql()
 
 }  // namespace
 
+namespace {
+
+// The grant decisions already taken, so that a claim per transaction costs
+// no query. Allowed (role, kind, scope) triples, kept across transactions
+// while pg::grants_generation() holds (the grant table's trigger and role
+// changes move it), or for this transaction only where the SQL objects
+// predate the trigger (a newer module before ALTER EXTENSION ... UPDATE).
+struct GrantCache {
+    using Entry = std::tuple<std::uint32_t, int, std::string>;
+    std::uint64_t generation = 0;
+    std::set<Entry> lasting;
+    std::uint32_t xact = 0;
+    std::set<Entry> this_transaction;
+    std::uint32_t node_checked_xact = 0;
+
+    // Brings the cache up to date: forgets what may have changed.
+    void refresh(std::uint32_t current_xact)
+    {
+        const std::uint64_t now = pg::grants_generation();
+        // A bound, not an expectation: a session that checks thousands of
+        // scopes re-reads them.
+        if (generation != now || lasting.size() > 4096) {
+            lasting.clear();
+            generation = now;
+        }
+        if (xact != current_xact) {
+            this_transaction.clear();
+            xact = current_xact;
+        }
+    }
+    bool allows(const Entry& e) const { return lasting.count(e) > 0 || this_transaction.count(e) > 0; }
+};
+
+GrantCache& grant_cache()
+{
+    static GrantCache cache;
+    return cache;
+}
+
+// Whether the role may use the scope, from idem's grant table (a query).
+bool granted(pg::SpiSession& spi, std::uint32_t user, const KindNames& names, const std::string& scope,
+             const std::optional<std::string>& legacy_scope)
+{
+    bool allowed = false;
+    const char* const sql = grant_check_sql();
+    pg::as_extension_owner([&] {
+        auto r =
+            spi.query_saved(sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
+                                  Param::of_text(legacy_scope.value_or(scope))});
+        allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
+    });
+    return allowed;
+}
+
+}  // namespace
+
 // May the calling role use this scope? Superusers may; others need a row in
-// idem.usage_grants for the kind and scope, or for every scope, for
+// the grant table for the kind and scope, or for every scope, for
 // themselves or a role whose privileges they have (GRANT idem_user TO etl
-// works through this). Cached for the rest of the transaction.
+// works through this).
 void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& scope,
                        const std::optional<std::string>& legacy_scope)
 {
-    static std::uint32_t cached_xact = 0;
-    static std::uint32_t cached_user = 0;
-    static ScopeKind cached_kind = ScopeKind::kKeys;
-    static std::string cached_scope;
+    GrantCache& cache = grant_cache();
     const std::uint32_t xact = pg::local_transaction_id();
-    const std::uint32_t user = pg::current_user_id();
-    if (xact == cached_xact && user == cached_user && kind == cached_kind && scope == cached_scope)
-        return;
     const KindNames names = names_of(kind);
-    require_state_node(spi, names);
-    if (!pg::current_user_is_superuser()) {
-        bool allowed = false;
-        const char* const sql = grant_check_sql();
-        pg::as_extension_owner([&] {
-            auto r = spi.query_saved(
-                sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
-                      Param::of_text(legacy_scope.value_or(scope))});
-            allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
-        });
-        if (!allowed) {
-            const std::string who = pg::current_user_name();
-            throw UserError(sqlstate::kInsufficientPrivilege,
-                            "role \"" + who + "\" may not use " + names.what + " \"" + scope + "\"",
-                            "idem's state (keys and their results, checkpoints, datasets) is used only by roles "
-                            "granted its kind and scope.",
-                            "A superuser can allow it with SELECT idem.grant_usage(" + pg::quote_literal(who) + ", " +
-                                pg::quote_literal(scope) + ", '" + names.sql + "').");
-        }
+    if (cache.node_checked_xact != xact) {
+        require_state_node(spi, names);
+        cache.node_checked_xact = xact;
     }
-    cached_xact = xact;
-    cached_user = user;
-    cached_kind = kind;
-    cached_scope = scope;
+    if (pg::current_user_is_superuser())
+        return;
+    const std::uint32_t grant_table = pg::relation_oid("idem", "usage_grant_rows");
+    pg::watch_grant_table(grant_table);
+    cache.refresh(xact);
+    const std::uint32_t user = pg::current_user_id();
+    const GrantCache::Entry entry{user, static_cast<int>(kind), scope};
+    if (cache.allows(entry))
+        return;
+    if (!granted(spi, user, names, scope, legacy_scope)) {
+        const std::string who = pg::current_user_name();
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "role \"" + who + "\" may not use " + names.what + " \"" + scope + "\"",
+                        "idem's state (keys and their results, checkpoints, datasets) is used only by roles "
+                        "granted its kind and scope.",
+                        "A superuser can allow it with SELECT idem.grant_usage(" + pg::quote_literal(who) + ", " +
+                            pg::quote_literal(scope) + ", '" + names.sql + "').");
+    }
+    (grant_table != 0 ? cache.lasting : cache.this_transaction).insert(entry);
 }
 
 }  // namespace pg_idempotent

@@ -17,7 +17,8 @@ enum class ScopeKind { kKeys, kCheckpoints, kDataset };
 // through a role it has the privileges of) a row in idem.usage_grants for
 // this kind and scope, or the every-scope grant. Datasets are named by their
 // quoted, schema-qualified name ("sales"."Daily"), so no two datasets share a
-// scope. Cached for the rest of the transaction. legacy_scope: the name
+// scope. Decisions are cached across transactions until the grant table or
+// a role changes (pg/grant_invalidation.hpp). legacy_scope: the name
 // 0.6.0's grants used, if another (datasets: schema.view unquoted).
 void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& scope,
                        const std::optional<std::string>& legacy_scope = std::nullopt);

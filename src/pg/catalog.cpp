@@ -110,9 +110,14 @@ core::AssignmentTarget assignment_target(const Column& column)
 
 bool relation_exists(const std::string& schema, const std::string& name)
 {
+    return relation_oid(schema, name) != InvalidOid;
+}
+
+std::uint32_t relation_oid(const std::string& schema, const std::string& name)
+{
     return pg_call([&]() noexcept {
         const Oid ns = get_namespace_oid(schema.c_str(), true);
-        return OidIsValid(ns) && OidIsValid(get_relname_relid(name.c_str(), ns));
+        return OidIsValid(ns) ? get_relname_relid(name.c_str(), ns) : InvalidOid;
     });
 }
 

@@ -130,6 +130,8 @@ core::AssignmentTarget assignment_target(const Column& column);
 // Whether schema.name is a relation (a syscache look-up, no SPI): for state
 // that a newer module version uses before ALTER EXTENSION ... UPDATE ran.
 bool relation_exists(const std::string& schema, const std::string& name);
+// Its OID, or 0 when there is none.
+std::uint32_t relation_oid(const std::string& schema, const std::string& name);
 
 // Whether schema.name is a function (of any arguments; a syscache look-up).
 bool function_exists(const std::string& schema, const std::string& name);
