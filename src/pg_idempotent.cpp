@@ -12,6 +12,7 @@
 #include "overwrite/swap_partition.hpp"
 #include "pg/args.hpp"
 #include "pg/grant_invalidation.hpp"
+#include "pg/grant_trigger.hpp"
 #include "pg/guard.hpp"
 #include "pg/guard_probe.hpp"
 #include "pg/settings.hpp"

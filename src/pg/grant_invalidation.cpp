@@ -1,5 +1,6 @@
 #include "pg/grant_invalidation.hpp"
 
+#include "pg/grant_trigger.hpp"
 #include "pg/guard.hpp"
 
 extern "C" {

@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "pg/postgres.hpp"
-
 namespace pg_idempotent::pg {
 
 // Registers the invalidation callbacks (called once, from _PG_init): the
@@ -24,11 +22,5 @@ std::uint64_t grants_generation() noexcept;
 // The grant table whose invalidations move the counter (its OID, as
 // scope_grants found it).
 void watch_grant_table(std::uint32_t relid) noexcept;
-
-// The statement trigger on the grant table (idem._grants_changed): a
-// relcache invalidation of that table, sent to every backend when this
-// transaction commits (and seen by this one at its next command). Returns
-// the trigger's result; 39P01 when not called as a trigger.
-Datum grant_table_changed(FunctionCallInfo fcinfo);
 
 }  // namespace pg_idempotent::pg
