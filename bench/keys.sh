@@ -45,6 +45,7 @@ keys_protocol=${BENCH_KEYS_PROTOCOL:-prepared}
 keys_clients=8
 keys_threads=2
 keys_dup_n=${BENCH_KEYS_DUP_N:-100000}
+keys_role=bench_keys_etl
 keys_pgbench=$PGBIN/pgbench
 [ -x "$keys_pgbench" ] || keys_pgbench=$(command -v pgbench)
 
@@ -87,7 +88,6 @@ keys_table() {
 
 # The role a variant's pgbench connects as: claim_role is a pipeline role
 # granted the scope 'default' (not a superuser); the others the superuser.
-keys_role=bench_keys_etl
 keys_user() {
     case $1 in claim_role) echo "$keys_role" ;; *) echo postgres ;; esac
 }

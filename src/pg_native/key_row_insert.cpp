@@ -81,10 +81,16 @@ bool map_columns(TupleDesc desc, int* at)
         if (att->attisdropped)
             continue;
         ++live;
+        // The released order first (one comparison per column on every
+        // claim), then any other.
         int found = -1;
-        for (int c = 0; c < kColumnCount; ++c) {
-            if (strcmp(NameStr(att->attname), kColumns[c].name) == 0)
-                found = c;
+        if (live - 1 < kColumnCount && strcmp(NameStr(att->attname), kColumns[live - 1].name) == 0) {
+            found = live - 1;
+        } else {
+            for (int c = 0; c < kColumnCount && found < 0; ++c) {
+                if (strcmp(NameStr(att->attname), kColumns[c].name) == 0)
+                    found = c;
+            }
         }
         if (found < 0 || at[found] >= 0 || att->atttypid != kColumns[found].type || att->atthasdef ||
             att->attidentity != '\0' || att->attgenerated != '\0')
