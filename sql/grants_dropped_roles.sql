@@ -42,4 +42,8 @@ SELECT count(*) AS rows_of_dropped_roles FROM idem.usage_grant_rows g
 SELECT idem.revoke_usage('gr_kept_renamed', 'orders', 'keys');
 SELECT idem.revoke_usage('gr_kept_renamed', 'more', 'keys');
 DROP ROLE gr_kept_renamed;
+-- The trigger function that tells other backends about a grant change is a
+-- trigger function only: called directly it refuses (and the backend lives).
+SELECT show_error('SELECT idem._grants_changed()');
+SELECT 1 AS backend_alive;
 DELETE FROM idem.keys WHERE scope = 'orders';

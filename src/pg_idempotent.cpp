@@ -341,7 +341,7 @@ Datum idem_claim(PG_FUNCTION_ARGS)
 
 Datum idem__grants_changed(PG_FUNCTION_ARGS)
 {
-    return pg::grant_table_changed(fcinfo);
+    return pg::cpp_entry(fcinfo, [&]() -> Datum { return pg::grant_table_changed(fcinfo); });
 }
 
 Datum idem_claim_lease(PG_FUNCTION_ARGS)

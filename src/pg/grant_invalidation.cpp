@@ -57,7 +57,9 @@ Datum grant_table_changed(FunctionCallInfo fcinfo)
     return pg_call([&]() noexcept {
         if (!CALLED_AS_TRIGGER(fcinfo))
             ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                            errmsg("idem._grants_changed() is a trigger function")));
+                            errmsg("idem._grants_changed() is a trigger function"),
+                            errhint("It runs as the statement trigger on idem.usage_grant_rows; change grants "
+                                    "with idem.grant_usage and idem.revoke_usage.")));
         const auto* trigger = reinterpret_cast<TriggerData*>(fcinfo->context);
         CacheInvalidateRelcacheByRelid(RelationGetRelid(trigger->tg_relation));
         return PointerGetDatum(nullptr);

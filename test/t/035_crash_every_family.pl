@@ -182,7 +182,7 @@ SELECT string_agg(c.oid::regclass::text, ',' ORDER BY c.oid::regclass::text)
  WHERE e.extname = 'pg_idempotent' AND c.relkind = 'r'});
 note "idem state tables checksummed: $state_tables";
 for my $t (qw(idem.keys idem.checkpoints idem.checkpoint_log idem.windows idem.tombstones
-	idem.datasets idem.dataset_versions idem.usage_grants idem.run_log))
+	idem.datasets idem.dataset_versions idem.usage_grant_rows idem.run_log))
 {
 	ok((grep { $_ eq $t } split /,/, $state_tables), "$t is part of the checked state");
 }

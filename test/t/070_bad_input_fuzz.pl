@@ -53,6 +53,7 @@ my @ALLOWED_CLASSES = (
 	'2B',    # dependent_objects_still_exist
 	'2D',    # invalid_transaction_termination (COMMIT in caller SQL)
 	'2F',    # sql_routine_exception
+	'39',    # external_routine_invocation (39P01: a trigger function called directly)
 	'3F',    # invalid_schema_name
 	'40',    # transaction_rollback (serialization, deadlock)
 	'42',    # syntax_error_or_access_rule_violation
@@ -1074,7 +1075,7 @@ SELECT string_agg(t || '=' || h, E'\n' ORDER BY t) FROM (
   UNION ALL SELECT 'idem.windows', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.windows x
   UNION ALL SELECT 'idem.datasets', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.datasets x
   UNION ALL SELECT 'idem.dataset_versions', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.dataset_versions x
-  UNION ALL SELECT 'idem.usage_grants', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.usage_grants x
+  UNION ALL SELECT 'idem.usage_grant_rows', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.usage_grant_rows x
   UNION ALL SELECT 'idem.run_log', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM idem.run_log x
   UNION ALL SELECT 'fx_plain', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM fx_plain x
   UNION ALL SELECT 'fx_src', md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM fx_src x
