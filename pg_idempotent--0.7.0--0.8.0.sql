@@ -257,6 +257,29 @@ COMMENT ON COLUMN idem.keys.token IS
 UPDATE idem.keys k SET token = pg_catalog.nextval('idem.key_tokens'::pg_catalog.regclass)
  WHERE k.state OPERATOR(pg_catalog.=) 'in_progress';
 
+-- idem.keys is keyed by (scope, key) with the key itself, no longer by
+-- (scope, md5(key)::uuid): a hash scatters consecutive inserts over the whole
+-- index and made every row carry the key twice, a quarter of a claim's
+-- throughput (bench/README.md, keys). Keys longer than 512 bytes (too long
+-- for a btree entry in general), and keys that start with U+0001, are
+-- stored as U+0001 || md5(key) in key, the key itself in long_key; a key
+-- stored inline never starts with U+0001, so the two kinds never meet. The
+-- "C" collation: keys are compared byte for byte, and sorting them needs no
+-- locale.
+ALTER TABLE idem.keys DROP CONSTRAINT keys_pkey;
+ALTER TABLE idem.keys ADD COLUMN long_key text;
+COMMENT ON COLUMN idem.keys.long_key IS
+  'The key, when it is longer than 512 bytes or starts with U+0001 (key then holds U+0001 || md5 of it); NULL otherwise';
+UPDATE idem.keys k SET long_key = k.key,
+       key = pg_catalog.chr(1) OPERATOR(pg_catalog.||) pg_catalog.md5(k.key)
+ WHERE pg_catalog.octet_length(k.key) OPERATOR(pg_catalog.>) 512
+    OR pg_catalog.left(k.key, 1) OPERATOR(pg_catalog.=) pg_catalog.chr(1);
+ALTER TABLE idem.keys DROP COLUMN key_hash;
+ALTER TABLE idem.keys ALTER COLUMN key TYPE text COLLATE pg_catalog."C";
+ALTER TABLE idem.keys ADD CONSTRAINT keys_pkey PRIMARY KEY (scope, key);
+COMMENT ON COLUMN idem.keys.key IS
+  'The key, or U+0001 || md5(key) for a key in long_key; with scope, the primary key';
+
 CREATE FUNCTION idem.claim_lease(key text, scope text, lease interval, fingerprint text DEFAULT NULL,
                                  wait boolean DEFAULT true)
   RETURNS bigint AS 'MODULE_PATHNAME', 'idem_claim_lease'

@@ -78,10 +78,21 @@ SELECT count(*) AS ten_thousand FROM idem.claim_many(ARRAY(SELECT 'bulk_' || g F
 SELECT count(*) AS none_again FROM idem.claim_many(ARRAY(SELECT 'bulk_' || g FROM generate_series(1, 10000) g), 'batch');
 SELECT count(*) AS nothing FROM idem.claim_many('{}', 'batch');
 
--- Keys beyond the btree size limit work (rows are found by md5 of the key).
+-- Keys beyond the btree size limit work: a key of more than 512 bytes is
+-- stored as U+0001 || md5(key) in key (the primary key) and as itself in
+-- long_key; so is a short key that starts with U+0001, so that it can never
+-- equal a digest. Every other key is its own primary key value.
 SELECT idem.claim(repeat('k', 100000), 'long') AS long_key, idem.claim(repeat('k', 100000), 'long') AS long_key_again;
 SELECT idem.claim(repeat('k', 99999) || 'j', 'long') AS different_long_key;
 SELECT show_error(format($$SELECT idem.claim(%L, 'long', fingerprint => 'x')$$, repeat('k', 100000)));
+SELECT idem.claim(repeat('é', 256), 'long') AS key_of_512_bytes, idem.claim(repeat('é', 256) || 'x', 'long') AS key_of_513_bytes,
+       idem.claim(chr(1) || 'starts with U+0001', 'long') AS marker_key, idem.claim(chr(1) || 'starts with U+0001', 'long') AS marker_key_again;
+SELECT octet_length(COALESCE(long_key, key)) AS key_bytes, long_key IS NULL AS inline,
+       CASE WHEN long_key IS NULL THEN key = COALESCE(long_key, key)
+            ELSE key = chr(1) || md5(long_key) END AS stored_as_documented
+  FROM idem.keys WHERE scope = 'long' ORDER BY 1, 3;
+SELECT state, (SELECT count(*) FROM idem.claim_many(ARRAY[repeat('é', 256) || 'x', repeat('m', 600)], 'long')) AS batch_new
+  FROM idem.key_status(repeat('é', 256) || 'x', 'long');
 
 -- NULL and empty arguments.
 SELECT show_error($$SELECT idem.claim(NULL)$$);
@@ -122,7 +133,7 @@ GRANT SELECT, INSERT ON fulfilments TO k_etl, k_other;
 SET ROLE k_etl;
 SELECT show_error($$SELECT idem.claim('evt_9', 'webhooks')$$);
 SELECT show_error($$SELECT * FROM idem.keys$$);
-SELECT show_error($$INSERT INTO idem.keys (scope, key_hash, key, state, claimed_at, claimed_by) VALUES ('webhooks', md5('evt_9')::uuid, 'evt_9', 'done', now(), pg_current_xact_id())$$);
+SELECT show_error($$INSERT INTO idem.keys (scope, key, state, claimed_at, claimed_by) VALUES ('webhooks', 'evt_9', 'done', now(), pg_current_xact_id())$$);
 RESET ROLE;
 -- Way one: grant the role itself, for one scope.
 SELECT idem.grant_usage('k_etl', 'webhooks');
@@ -188,11 +199,11 @@ SELECT count(*) AS bad_sql_claimed FROM idem.key_status('bad_sql');
 SELECT show_error($$SELECT idem.complete(repeat('é', 100))$$);
 
 -- claim writes its row without SPI where it can (src/pg_native/key_row_insert.hpp): the
--- row is the one the SQL path writes, key_hash = md5(key)::uuid (multi-byte
--- keys too), and the SQL functions find it.
+-- row is the one the SQL path writes, the key itself its primary key value
+-- (multi-byte keys too), and the SQL functions find it.
 BEGIN;
 SELECT idem.claim('Käse ☕ 鍵', 'direct') AS claimed;
-SELECT key_hash = md5(key)::uuid AS hash_matches, state, fingerprint IS NULL AS no_fingerprint,
+SELECT key = 'Käse ☕ 鍵' AND long_key IS NULL AS stored_inline, state, fingerprint IS NULL AS no_fingerprint,
        lease IS NULL AND lease_until IS NULL AS no_lease, claimed_at = now() AS claimed_now,
        claimed_by = pg_current_xact_id() AS claimed_by_this_xact
   FROM idem.keys WHERE scope = 'direct';
@@ -234,27 +245,29 @@ SELECT show_error($$SELECT idem.claim('Käse ☕ 鍵', 'direct')$$);
 ROLLBACK;
 SELECT count(*) AS direct_keys FROM idem.keys WHERE scope = 'direct';
 
--- Two keys with the same MD5 (planted here: a row of the hash of 'evt_a'
--- that holds the key 'evt_b', as a collision would leave it). The row is
--- found by md5(key), and it is not 'evt_a''s: claiming 'evt_a' fails with
--- ID003 instead of taking evt_b's claim for its own, on the direct path and
--- on the SQL path, alone and in a batch; the functions that act on a key's
--- row leave evt_b's row alone.
-INSERT INTO idem.keys (scope, key_hash, key, state, claimed_at, claimed_by, result)
-VALUES ('collide', md5('evt_a')::uuid, 'evt_b', 'done', now(), pg_current_xact_id(), '{"of": "evt_b"}');
-SELECT show_error($$SELECT idem.claim('evt_a', 'collide')$$);
+-- Two long keys with the same MD5 (planted here: the digest row of the long
+-- key evt_a() that holds the long key evt_b(), as a collision would leave
+-- it). The row is found by the digest, and it is not evt_a()'s: claiming
+-- evt_a() fails with ID003 instead of taking evt_b()'s claim for its own, on
+-- the direct path and on the SQL path, alone and in a batch; the functions
+-- that act on a key's row leave evt_b()'s row alone.
+CREATE FUNCTION evt_a() RETURNS text LANGUAGE sql IMMUTABLE AS $$SELECT 'evt_a ' || repeat('.', 600)$$;
+INSERT INTO idem.keys (scope, key, long_key, state, claimed_at, claimed_by, result)
+VALUES ('collide', chr(1) || md5(evt_a()), 'evt_b ' || repeat('.', 600), 'done', now(), pg_current_xact_id(), '{"of": "evt_b"}');
+SELECT show_error($$SELECT idem.claim(evt_a(), 'collide')$$);
 BEGIN ISOLATION LEVEL SERIALIZABLE;
-SELECT show_error($$SELECT idem.claim('evt_a', 'collide')$$);
+SELECT show_error($$SELECT idem.claim(evt_a(), 'collide')$$);
 ROLLBACK;
-SELECT show_error($$SELECT idem.claim('evt_a', 'collide', lease => '1 hour')$$);
-SELECT show_error($$SELECT * FROM idem.once('evt_a', 'SELECT 1', 'collide')$$);
-SELECT show_error($$SELECT * FROM idem.claim_many(ARRAY['evt_c', 'evt_a'], 'collide')$$);
+SELECT show_error($$SELECT idem.claim(evt_a(), 'collide', lease => '1 hour')$$);
+SELECT show_error($$SELECT * FROM idem.once(evt_a(), 'SELECT 1', 'collide')$$);
+SELECT show_error($$SELECT * FROM idem.claim_many(ARRAY['evt_c', evt_a()], 'collide')$$);
 SELECT count(*) AS evt_c_not_claimed FROM idem.keys WHERE scope = 'collide' AND key = 'evt_c';
-SELECT show_error($$SELECT idem.complete('evt_a', '{"of": "evt_a"}', 'collide')$$);
-SELECT show_error($$SELECT idem.save_point('evt_a', 'step 2', 'collide')$$);
-SELECT idem.result('evt_a', 'collide') IS NULL AS no_result_for_evt_a;
-SELECT count(*) AS no_status_for_evt_a FROM idem.key_status('evt_a', 'collide');
-SELECT idem.forget('evt_a', 'collide') AS forgot_evt_a;
+SELECT show_error($$SELECT idem.complete(evt_a(), '{"of": "evt_a"}', 'collide')$$);
+SELECT show_error($$SELECT idem.save_point(evt_a(), 'step 2', 'collide')$$);
+SELECT idem.result(evt_a(), 'collide') IS NULL AS no_result_for_evt_a;
+SELECT count(*) AS no_status_for_evt_a FROM idem.key_status(evt_a(), 'collide');
+SELECT idem.forget(evt_a(), 'collide') AS forgot_evt_a;
 -- evt_b's row is as it was.
-SELECT key, state, result FROM idem.keys WHERE scope = 'collide';
+SELECT left(long_key, 8) AS key, state, result FROM idem.keys WHERE scope = 'collide';
+DROP FUNCTION evt_a();
 DELETE FROM idem.keys WHERE scope = 'collide';

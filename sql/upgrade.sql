@@ -29,6 +29,11 @@ BEGIN;
 SELECT idem.claim('evt-1', 'webhooks', 'body-a');
 SELECT idem.complete('evt-1', '{"order": 7}'::jsonb, 'webhooks');
 COMMIT;
+-- A key longer than 512 bytes and one that starts with U+0001: 0.8.0 keeps
+-- them as digests in the primary key (core/key_id.hpp), every other key as
+-- itself.
+SELECT idem.claim(repeat('long-', 200), 'webhooks') AS long_key_at_0_1_0,
+       idem.claim(chr(1) || 'marked', 'webhooks') AS marked_key_at_0_1_0;
 SELECT idem.advance('nightly', '2024-07-08'::date);
 SELECT idem.rewind('nightly', '2024-07-07'::date);
 SELECT idem.mark_window('nightly', '2024-07-07'::date, '2024-07-08'::date);
@@ -53,9 +58,12 @@ INSERT INTO before_update (state, query) VALUES
   ('usage_grants', 'SELECT role, scope FROM idem.usage_grants');
 UPDATE before_update SET query_after = 'SELECT role, scope FROM idem.usage_grants WHERE kind = ''keys'''
  WHERE state = 'usage_grants';
--- 0.8.0 adds the fencing token to idem.keys: the keys compare the columns
--- they had (the scope 'leases' is claimed later, at 0.7.0).
-UPDATE before_update SET query_after = 'SELECT scope, key_hash, key, fingerprint, state, result, recovery_point, '
+-- 0.8.0 adds the fencing token to idem.keys and keys it by (scope, key)
+-- instead of (scope, md5(key)::uuid), a long key's text in long_key: the
+-- keys compare the columns they had, key_hash computed as it was (the scope
+-- 'leases' is claimed later, at 0.7.0).
+UPDATE before_update SET query_after = 'SELECT scope, md5(COALESCE(long_key, key))::uuid AS key_hash, '
+  'COALESCE(long_key, key) AS key, fingerprint, state, result, recovery_point, '
   'lease, claimed_at, completed_at, lease_until, claimed_by FROM idem.keys WHERE scope <> ''leases'''
  WHERE state = 'keys';
 UPDATE before_update SET checksum = idem.checksum_query(query);
@@ -142,6 +150,11 @@ SELECT count(*) AS grant_rows FROM idem.usage_grant_rows WHERE role = 'idem_upgr
 -- worker goes on without one, or with the one key_status shows; a new
 -- leased claim draws a larger one.
 SELECT state, recovery_point, token IS NOT NULL AS has_token FROM idem.key_status('export-1', 'leases');
+-- The keys of 0.1.0 are found after the migration: a replay is a duplicate.
+SELECT idem.claim('evt-1', 'webhooks', 'body-a') AS evt_1_again, idem.claim(repeat('long-', 200), 'webhooks') AS long_key_again,
+       idem.claim(chr(1) || 'marked', 'webhooks') AS marked_key_again;
+SELECT count(*) FILTER (WHERE long_key IS NULL) AS inline_keys, count(*) FILTER (WHERE long_key IS NOT NULL) AS digest_keys
+  FROM idem.keys WHERE scope = 'webhooks';
 SELECT token AS export_1_token FROM idem.key_status('export-1', 'leases') \gset
 SELECT idem.save_point('export-1', 'page 4', 'leases');
 SELECT idem.save_point('export-1', 'page 5', 'leases', :export_1_token);

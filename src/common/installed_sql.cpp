@@ -45,6 +45,8 @@ Probe probe_of(SqlFeature feature)
         return {"keys", "token", nullptr, "0.8.0"};
     case SqlFeature::kGrantRows:
         return {"usage_grant_rows", nullptr, nullptr, "0.8.0"};
+    case SqlFeature::kKeyIds:
+        return {"keys", "long_key", nullptr, "0.8.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -2,6 +2,9 @@
 
 #include "common/installed_sql.hpp"
 #include "common/scope_grants.hpp"
+#include "core/digest.hpp"
+#include "core/key_id.hpp"
+#include "core/md5.hpp"
 #include "pg/roles.hpp"
 
 namespace pg_idempotent::keys {
@@ -10,13 +13,83 @@ using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-const char* const kWhereHash =
-    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid";
-const char* const kWhereKey =
-    " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-    " AND k.key_hash OPERATOR(pg_catalog.=) pg_catalog.md5($2)::pg_catalog.uuid"
-    " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) $2";
+namespace {
+
+// Whether the installed idem.keys is keyed by (scope, key) (0.8.0); before,
+// by (scope, key_hash = md5(key)::uuid).
+bool key_ids_installed()
+{
+    return sql_has(SqlFeature::kKeyIds);
+}
+
+// SQL: whether the key expression is stored inline (core::key_is_inline).
+std::string inline_sql(const std::string& key)
+{
+    return "(pg_catalog.octet_length(" + key + ") OPERATOR(pg_catalog.<=) " + std::to_string(core::kInlineKeyBytes) +
+           " AND pg_catalog.left(" + key + ", 1) OPERATOR(pg_catalog.<>) pg_catalog.chr(1))";
+}
+
+}  // namespace
+
+std::string id_sql(const std::string& key)
+{
+    if (!key_ids_installed())
+        return "pg_catalog.md5(" + key + ")::pg_catalog.uuid";
+    return "(CASE WHEN " + inline_sql(key) + " THEN " + key +
+           " ELSE pg_catalog.chr(1) OPERATOR(pg_catalog.||) pg_catalog.md5(" + key + ") END)";
+}
+
+const char* id_column()
+{
+    return key_ids_installed() ? "key" : "key_hash";
+}
+
+std::string id_text_sql()
+{
+    return key_ids_installed() ? "k.key" : "pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex')";
+}
+
+const char* id_array_type()
+{
+    return key_ids_installed() ? "pg_catalog.text[]" : "pg_catalog.uuid[]";
+}
+
+std::string id_of(const std::string& key)
+{
+    if (key_ids_installed())
+        return core::key_id(key);
+    unsigned char digest[16];
+    core::md5(key.data(), key.size(), digest);
+    return core::to_hex(core::from_bytes(digest));
+}
+
+std::string full_key_sql()
+{
+    return key_ids_installed() ? "COALESCE(k.long_key, k.key)" : "k.key";
+}
+
+std::string key_columns_sql()
+{
+    return key_ids_installed() ? "key, long_key" : "key_hash, key";
+}
+
+std::string key_values_sql(const std::string& key)
+{
+    if (!key_ids_installed())
+        return id_sql(key) + ", " + key;
+    return id_sql(key) + ", CASE WHEN " + inline_sql(key) + " THEN NULL ELSE " + key + " END";
+}
+
+std::string where_id()
+{
+    return std::string(" WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.") + id_column() + " OPERATOR(pg_catalog.=) " +
+           id_sql("$2");
+}
+
+std::string where_key()
+{
+    return where_id() + " AND " + full_key_sql() + " COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) $2";
+}
 
 bool tokens_installed()
 {
@@ -54,8 +127,8 @@ std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, cons
             " false)::pg_catalog.text,"
             " COALESCE(k.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false)::pg_catalog.text,"
             " k.lease_until::pg_catalog.text, ") +
-        (tokens_installed() ? "k.token::pg_catalog.text" : "NULL::pg_catalog.text") + " FROM idem.keys k" + kWhereKey +
-        (lock ? " FOR SHARE OF k" : "");
+        (tokens_installed() ? "k.token::pg_catalog.text" : "NULL::pg_catalog.text") + " FROM idem.keys k" +
+        where_key() + (lock ? " FOR SHARE OF k" : "");
     auto r = spi.query_saved(sql, {Param::of_text(scope), Param::of_text(key)});
     if (r.rows.empty())
         return std::nullopt;

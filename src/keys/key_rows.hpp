@@ -13,12 +13,32 @@
 namespace pg_idempotent::keys {
 
 // Statements are fixed text run as the extension owner; values travel as $1
-// (scope) and $2 (key), then the statement's own. A row is found by
-// md5(key) (the primary key, so that keys of any length work) and is this
-// key's only if the stored key is this one, byte for byte (the "C"
-// collation): another key with the same MD5 is not this key's row.
-extern const char* const kWhereHash;
-extern const char* const kWhereKey;
+// (scope) and $2 (key), then the statement's own. A row is found by its
+// primary key, (scope, key) with the key itself or, for a key too long for a
+// btree entry, a digest (core/key_id.hpp); before 0.8.0 (a newer module
+// before ALTER EXTENSION ... UPDATE), (scope, key_hash = md5(key)::uuid). A
+// row found by a digest is this key's only if the key it holds is this one,
+// byte for byte (the "C" collation): another key with the same MD5 is not.
+
+// " WHERE ...": this key's row.
+std::string where_key();
+// " WHERE ...": the row that holds this key's primary key value, this key's
+// or, after an MD5 collision, another key's.
+std::string where_id();
+// SQL: the primary key value of the key expression, and its column.
+std::string id_sql(const std::string& key);
+const char* id_column();
+// SQL: the primary key value of row k as text (as id_of gives it), and the
+// type of an array of them.
+std::string id_text_sql();
+const char* id_array_type();
+// The primary key value of a key as text, as id_text_sql() shows it.
+std::string id_of(const std::string& key);
+// SQL: the key row k holds.
+std::string full_key_sql();
+// SQL for an INSERT of a key: its key columns and their values.
+std::string key_columns_sql();
+std::string key_values_sql(const std::string& key);
 
 // Whether idem.keys has its token column (0.8.0; a newer module before ALTER
 // EXTENSION ... UPDATE has none, and keys get no tokens).

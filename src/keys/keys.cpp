@@ -5,7 +5,6 @@
 #include "common/installed_sql.hpp"
 #include "common/scope_grants.hpp"
 #include "core/digest.hpp"
-#include "core/md5.hpp"
 #include "keys/key_rows.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
@@ -19,8 +18,6 @@ namespace {
 
 using keys::key_in_scope;
 using keys::KeyRow;
-using keys::kWhereHash;
-using keys::kWhereKey;
 using keys::require_text;
 using keys::shown;
 using pg::Param;
@@ -59,18 +56,17 @@ std::optional<std::int64_t> token_of(const std::optional<std::string>& text)
 std::string insert_claim_sql()
 {
     const bool tokens = keys::tokens_installed();
-    return std::string(
-               "INSERT INTO idem.keys AS k (scope, key_hash, key, fingerprint, state, lease, claimed_at,"
-               " lease_until, claimed_by") +
-           (tokens ? ", token" : "") +
-           ") VALUES ($1, pg_catalog.md5($2)::pg_catalog.uuid, $2, $3,"
+    return std::string("INSERT INTO idem.keys AS k (scope, ") + keys::key_columns_sql() +
+           ", fingerprint, state, lease, claimed_at, lease_until, claimed_by" + (tokens ? ", token" : "") +
+           ") VALUES ($1, " + keys::key_values_sql("$2") +
+           ", $3,"
            "  CASE WHEN $4::pg_catalog.interval IS NULL THEN 'done' ELSE 'in_progress' END,"
            "  $4::pg_catalog.interval, pg_catalog.now(),"
            "  pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4::pg_catalog.interval,"
            "  pg_catalog.pg_current_xact_id()" +
            (tokens ? ", CASE WHEN $4::pg_catalog.interval IS NULL THEN NULL ELSE " + next_token_sql("") + " END"
                    : std::string()) +
-           ") ON CONFLICT (scope, key_hash) DO NOTHING RETURNING " + returned_token_sql();
+           ") ON CONFLICT (scope, " + keys::id_column() + ") DO NOTHING RETURNING " + returned_token_sql();
 }
 
 // A takeover of an expired lease, with a new token: the old owner's token
@@ -83,7 +79,7 @@ std::string takeover_sql()
                " lease = $3::pg_catalog.interval, claimed_at = pg_catalog.now(),"
                " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3::pg_catalog.interval,"
                " claimed_by = pg_catalog.pg_current_xact_id(), fingerprint = COALESCE($4, k.fingerprint)") +
-           next_token_sql(", token = ") + kWhereKey +
+           next_token_sql(", token = ") + keys::where_key() +
            " AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
            " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING " +
            returned_token_sql();
@@ -102,30 +98,22 @@ void check_fingerprint(const KeyRow& row, const ClaimRequest& request)
     }
 }
 
-// md5(key) as 32 hex digits: the key_hash idem.keys stores, as uuid_in
-// reads it and as encode(uuid_send(key_hash), 'hex') shows it.
-std::string md5_hex(const std::string& key)
-{
-    unsigned char digest[16];
-    core::md5(key.data(), key.size(), digest);
-    return core::to_hex(core::from_bytes(digest));
-}
-
 UserError collision_error(const std::string& key, const std::string& scope)
 {
-    return UserError(sqlstate::kKeyHashCollision,
-                     "idempotency key \"" + shown(key) + "\" in scope \"" + scope +
-                         "\" has the same MD5 as another key of that scope",
-                     "idem.keys finds a key by md5(key); the row of that hash holds another key.",
-                     "Use another key (a random UUID, for example), or another scope.");
+    return UserError(
+        sqlstate::kKeyHashCollision,
+        "idempotency key \"" + shown(key) + "\" in scope \"" + scope +
+            "\" has the same MD5 as another key of that scope",
+        "idem.keys finds a key longer than 512 bytes by its MD5; the row of that digest holds another key.",
+        "Use another key (a random UUID, for example), or another scope.");
 }
 
 // Whether the key's hash is held by another key's row (a collision): asked
 // when this key has no row but its INSERT met a conflict.
 bool hash_held_by_other_key(pg::SpiSession& spi, const std::string& scope, const std::string& key)
 {
-    auto r = spi.query_saved(std::string("SELECT true FROM idem.keys k") + kWhereHash +
-                                 " AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) $2",
+    auto r = spi.query_saved(std::string("SELECT true FROM idem.keys k") + keys::where_id() + " AND " +
+                                 keys::full_key_sql() + " COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<>) $2",
                              {Param::of_text(scope), Param::of_text(key)});
     return !r.rows.empty();
 }
@@ -134,6 +122,18 @@ UserError leased_error(const ClaimRequest& request, const char* how)
 {
     return UserError(sqlstate::kLockNotAvailable, key_in_scope(request.key, request.scope) + " " + how,
                      "idem.key_status shows until when.", "Retry after the lease expires, or let that worker finish.");
+}
+
+// The row the direct insert found, as the SQL path's look-up reads it.
+KeyRow row_found(const pg::KeyClaimResult& direct)
+{
+    KeyRow k;
+    k.state = direct.existing.state;
+    k.fingerprint = direct.existing.fingerprint;
+    k.mine = direct.existing.claimed_by_this_transaction;
+    k.lease_live = direct.existing.lease_live;
+    k.token = direct.token;
+    return k;
 }
 
 // The row of the key: inserted by this call (nullopt, *inserted, *token
@@ -154,17 +154,10 @@ std::optional<KeyRow> insert_or_find(pg::SpiSession& spi, const ClaimRequest& re
         *inserted = true;
         *token = direct.token;
         return std::nullopt;
-    case pg::KeyClaimResult::Outcome::kExists: {
-        KeyRow k;
-        k.state = direct.existing.state;
-        k.fingerprint = direct.existing.fingerprint;
-        k.mine = direct.existing.claimed_by_this_transaction;
-        k.lease_live = direct.existing.lease_live;
-        k.token = direct.token;
+    case pg::KeyClaimResult::Outcome::kExists:
         if (!direct.existing.same_key)
             throw collision_error(request.key, request.scope);
-        return k;
-    }
+        return row_found(direct);
     case pg::KeyClaimResult::Outcome::kUnsupported:
         break;
     }
@@ -224,21 +217,30 @@ ClaimOutcome claim_as_owner(pg::SpiSession& spi, const ClaimRequest& request)
 // transaction already owns are included.
 std::string claim_many_sql()
 {
-    return std::string(
-               "WITH input AS (SELECT DISTINCT u.k, pg_catalog.md5(u.k)::pg_catalog.uuid AS h"
-               "  FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
-               " ins AS (INSERT INTO idem.keys AS k (scope, key_hash, key, state, claimed_at, claimed_by)"
-               "  SELECT $1, i.h, i.k, 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i"
-               "  ORDER BY i.h ON CONFLICT (scope, key_hash) DO NOTHING RETURNING k.key),"
-               " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
-               "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()") +
-           next_token_sql(", token = ") +
-           "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k.key_hash OPERATOR(pg_catalog.=) i.h"
-           "  AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
+    const std::string id = std::string("k.") + keys::id_column();
+    const std::string key = keys::full_key_sql();
+    const std::string same_key = " AND " + id + " OPERATOR(pg_catalog.=) i.h AND " + key +
+                                 " COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k";
+    return "WITH input AS (SELECT DISTINCT u.k, " + keys::id_sql("u.k") +
+           " AS h FROM pg_catalog.unnest($2::pg_catalog.text[]) AS u(k)),"
+           " ins AS (INSERT INTO idem.keys AS k (scope, " +
+           keys::key_columns_sql() +
+           ", state, claimed_at, claimed_by)"
+           "  SELECT $1, " +
+           keys::key_values_sql("i.k") +
+           ", 'done', pg_catalog.now(), pg_catalog.pg_current_xact_id() FROM input i"
+           "  ORDER BY i.h ON CONFLICT (scope, " +
+           keys::id_column() + ") DO NOTHING RETURNING " + key +
+           " AS key),"
+           " took AS (UPDATE idem.keys k SET state = 'done', lease = NULL, lease_until = NULL,"
+           "  claimed_at = pg_catalog.now(), claimed_by = pg_catalog.pg_current_xact_id()" +
+           next_token_sql(", token = ") + "  FROM input i WHERE k.scope OPERATOR(pg_catalog.=) $1" + same_key +
            "  AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
-           "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING k.key),"
-           " mine AS (SELECT k.key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1"
-           "  AND k.key_hash OPERATOR(pg_catalog.=) i.h AND k.key COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.=) i.k"
+           "  AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() RETURNING " +
+           key +
+           " AS key),"
+           " mine AS (SELECT " +
+           key + " AS key FROM idem.keys k JOIN input i ON k.scope OPERATOR(pg_catalog.=) $1" + same_key +
            "  WHERE k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())"
            " SELECT key FROM ins UNION SELECT key FROM took UNION SELECT key FROM mine";
 }
@@ -248,7 +250,7 @@ std::string claim_many_sql()
 // before. Two keys of the batch with one hash are found by batch_hashes; a
 // row of another key after the statement, by check_hashes_held.
 
-// The batch's distinct hashes (md5_hex) and the key of each.
+// The batch's distinct primary key values (keys::id_of) and the key of each.
 struct BatchHashes {
     std::map<std::string, const std::string*> key_of_hash;
     std::vector<std::string> hashes;
@@ -258,7 +260,7 @@ BatchHashes batch_hashes(const std::vector<std::string>& keys, const std::string
 {
     BatchHashes batch;
     for (const auto& k : keys) {
-        const std::string h = md5_hex(k);
+        const std::string h = keys::id_of(k);
         auto [at, fresh] = batch.key_of_hash.emplace(h, &k);
         if (fresh)
             batch.hashes.push_back(h);
@@ -275,16 +277,39 @@ BatchHashes batch_hashes(const std::vector<std::string>& keys, const std::string
 // table), which grows with the square of the batch.
 void check_hashes_held(pg::SpiSession& spi, const std::string& scope, const BatchHashes& batch)
 {
-    auto held = spi.query(
-        "SELECT pg_catalog.encode(pg_catalog.uuid_send(k.key_hash), 'hex'), k.key FROM idem.keys k"
-        " WHERE k.scope OPERATOR(pg_catalog.=) $1"
-        " AND k.key_hash OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.uuid[])",
-        {Param::of_text(scope), Param::of_text_array(batch.hashes)});
+    auto held = spi.query("SELECT " + keys::id_text_sql() + ", " + keys::full_key_sql() +
+                              " FROM idem.keys k WHERE k.scope OPERATOR(pg_catalog.=) $1 AND k." + keys::id_column() +
+                              " OPERATOR(pg_catalog.=) ANY ($2::" + keys::id_array_type() + ")",
+                          {Param::of_text(scope), Param::of_text_array(batch.hashes)});
     for (const auto& row : held.rows) {
         const std::string* key = batch.key_of_hash.at(row.at(0).value_or(""));
         if (row.at(1) != std::optional<std::string>(*key))
             throw collision_error(*key, scope);
     }
+}
+
+// What most claims are, a fresh key or one already done (or claimed by this
+// transaction), decided by the direct insert alone, as the extension owner
+// but without pinning search_path (no statement runs). nullopt for the rest
+// (a lease to check or take over, a collision, the SQL path), which
+// claim_as_owner decides from the start.
+std::optional<ClaimOutcome> claim_directly(const ClaimRequest& request)
+{
+    pg::KeyClaimResult direct;
+    pg::as_extension_owner_without_sql([&] {
+        direct = pg::insert_claim_row({request.scope, request.key, request.fingerprint, request.lease});
+    });
+    if (direct.outcome == pg::KeyClaimResult::Outcome::kInserted)
+        return ClaimOutcome{true, direct.token};
+    if (direct.outcome != pg::KeyClaimResult::Outcome::kExists || !direct.existing.same_key)
+        return std::nullopt;
+    const KeyRow row = row_found(direct);
+    check_fingerprint(row, request);
+    if (row.mine)
+        return ClaimOutcome{true, row.token};
+    if (row.state == "done")
+        return ClaimOutcome{false, std::nullopt};
+    return std::nullopt;
 }
 
 // The caller's side of a claim: the arguments, the grant, then the claim as
@@ -304,6 +329,13 @@ ClaimOutcome claim_key(const ClaimRequest& request)
             throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
     }
     check_scope_usage(spi, ScopeKind::kKeys, request.scope);
+    // wait => false bounds the direct insert's wait too: that one goes below.
+    if (request.wait) {
+        if (auto done = claim_directly(request)) {
+            spi.finish();
+            return *done;
+        }
+    }
     ClaimOutcome outcome;
     pg::as_extension_owner([&] {
         if (request.wait) {
@@ -370,7 +402,7 @@ std::optional<std::string> result(const std::string& key, const std::string& sco
 {
     std::optional<std::string> out;
     keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
-        auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey,
+        auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + keys::where_key(),
                                  {Param::of_text(scope), Param::of_text(key)});
         if (!r.rows.empty())
             out = r.rows[0][0];
@@ -394,8 +426,8 @@ std::optional<std::string> once(const std::string& key, const std::string& query
         bool done_here = false;
         std::optional<std::string> stored;
         pg::as_extension_owner([&] {
-            auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") + kWhereKey +
-                                         " AND k.completed_at IS NOT NULL",
+            auto r = spi.query_saved(std::string("SELECT k.result::pg_catalog.text FROM idem.keys k") +
+                                         keys::where_key() + " AND k.completed_at IS NOT NULL",
                                      {Param::of_text(scope), Param::of_text(key)});
             if (!r.rows.empty()) {
                 done_here = true;
@@ -422,7 +454,7 @@ void key_status(const pg::ResultSet& out, const std::string& key, const std::str
                                     " AND k.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
                                     " THEN 'expired' ELSE k.state END, k.fingerprint, k.result, k.recovery_point,"
                                     " k.claimed_at, k.completed_at, k.lease_until") +
-                            (keys::tokens_installed() ? ", k.token" : "") + " FROM idem.keys k" + kWhereKey,
+                            (keys::tokens_installed() ? ", k.token" : "") + " FROM idem.keys k" + keys::where_key(),
                         {Param::of_text(scope), Param::of_text(key)}, true);
     });
 }
@@ -431,7 +463,7 @@ bool forget(const std::string& key, const std::string& scope)
 {
     bool forgotten = false;
     keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
-        auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + kWhereKey + " RETURNING true",
+        auto r = spi.query_saved(std::string("DELETE FROM idem.keys k") + keys::where_key() + " RETURNING true",
                                  {Param::of_text(scope), Param::of_text(key)});
         forgotten = !r.rows.empty();
     });

@@ -12,7 +12,6 @@ namespace {
 
 using keys::key_in_scope;
 using keys::KeyRow;
-using keys::kWhereKey;
 using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
@@ -61,7 +60,7 @@ void complete_unfenced(pg::SpiSession& spi, const std::string& key, const std::o
     auto done = spi.query_saved(
         std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
                     " completed_at = pg_catalog.now(), lease_until = NULL") +
-            kWhereKey +
+            keys::where_key() +
             " AND (k.state OPERATOR(pg_catalog.=) 'in_progress'"
             "      OR k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()) RETURNING true",
         {Param::of_text(scope), Param::of_text(key), Param::of_text(result_json)});
@@ -90,7 +89,7 @@ void complete(const std::string& key, const std::optional<std::string>& result_j
         auto done = spi.query_saved(
             std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
                         " completed_at = pg_catalog.now(), lease_until = NULL") +
-                kWhereKey +
+                keys::where_key() +
                 " AND k.token OPERATOR(pg_catalog.=) $4 AND k.state OPERATOR(pg_catalog.=) 'in_progress'"
                 " RETURNING true",
             {Param::of_text(scope), Param::of_text(key), Param::of_text(result_json), Param::of_int8(*token)});
@@ -111,7 +110,7 @@ void save_point(const std::string& key, const std::string& recovery_point, const
         auto saved =
             spi.query_saved(std::string("UPDATE idem.keys k SET recovery_point = $3,"
                                         " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
-                                kWhereKey + " AND k.state OPERATOR(pg_catalog.=) 'in_progress'" +
+                                keys::where_key() + " AND k.state OPERATOR(pg_catalog.=) 'in_progress'" +
                                 (token ? " AND k.token OPERATOR(pg_catalog.=) $4" : "") + " RETURNING true",
                             params);
         if (!saved.rows.empty())

@@ -173,4 +173,10 @@ void as_extension_owner(const std::function<void()>& fn)
     fn();
 }
 
+void as_extension_owner_without_sql(const std::function<void()>& fn)
+{
+    const UserIdScope as_owner(extension_owner());
+    fn();
+}
+
 }  // namespace pg_idempotent::pg

@@ -42,4 +42,10 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
 // with a SET clause would; both are restored afterwards, also when fn throws.
 void as_extension_owner(const std::function<void()>& fn);
 
+// Runs fn as the owner of schema idem, search_path left as it is: only for
+// code that runs no SQL statement and looks up no name through search_path
+// (claim's direct insert, pg_native/key_row_insert.hpp). Setting and
+// restoring search_path costs a claim a twentieth of its time.
+void as_extension_owner_without_sql(const std::function<void()>& fn);
+
 }  // namespace pg_idempotent::pg

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/md5.hpp"
+#include "core/key_id.hpp"
 #include "pg/compat.hpp"
 #include "pg/guard.hpp"
 
@@ -27,13 +27,13 @@ namespace pg_idempotent::pg {
 
 namespace {
 
-// idem.keys as released (pg_idempotent--0.1.0.sql, token since 0.8.0): name
-// and type of every column. Any other shape (a column added, a default) and
-// the caller's SQL runs instead, which knows the defaults. The token column
-// may be missing (the module upgraded before ALTER EXTENSION ... UPDATE).
+// idem.keys as released in 0.8.0 (pg_idempotent--0.1.0.sql, then key_hash
+// dropped and token and long_key added by the 0.7.0 -> 0.8.0 script): name
+// and type of every column, in table order. Any other shape (an earlier
+// release's before ALTER EXTENSION ... UPDATE, a column added, a default)
+// and the caller's SQL runs instead, which knows them.
 enum Column {
     kScope,
-    kKeyHash,
     kKey,
     kFingerprint,
     kState,
@@ -45,6 +45,7 @@ enum Column {
     kLeaseUntil,
     kClaimedBy,
     kToken,
+    kLongKey,
     kColumnCount
 };
 
@@ -55,7 +56,6 @@ struct ColumnSpec {
 
 const ColumnSpec kColumns[kColumnCount] = {
     {"scope", TEXTOID},
-    {"key_hash", UUIDOID},
     {"key", TEXTOID},
     {"fingerprint", TEXTOID},
     {"state", TEXTOID},
@@ -67,6 +67,7 @@ const ColumnSpec kColumns[kColumnCount] = {
     {"lease_until", TIMESTAMPTZOID},
     {"claimed_by", XID8OID},
     {"token", INT8OID},
+    {"long_key", TEXTOID},
 };
 
 // Index into the tuple descriptor of each column; false unless the table has
@@ -97,10 +98,10 @@ bool map_columns(TupleDesc desc, int* at)
             return false;
         at[found] = i;
     }
-    return live == kColumnCount || (live == kColumnCount - 1 && at[kToken] < 0);
+    return live == kColumnCount;
 }
 
-// The arbiters ON CONFLICT (scope, key_hash) would infer: every valid,
+// The arbiters ON CONFLICT (scope, key) would infer: every valid,
 // immediate unique index on exactly those two columns, without expressions
 // or predicate. NIL (the SQL path) if there is none or one is deferrable.
 List* arbiter_indexes(ResultRelInfo* rri, const int* at)
@@ -116,8 +117,8 @@ List* arbiter_indexes(ResultRelInfo* rri, const int* at)
         const AttrNumber a = info->ii_IndexAttrNumbers[0];
         const AttrNumber b = info->ii_IndexAttrNumbers[1];
         const AttrNumber scope = static_cast<AttrNumber>(at[kScope] + 1);
-        const AttrNumber hash = static_cast<AttrNumber>(at[kKeyHash] + 1);
-        if (!((a == scope && b == hash) || (a == hash && b == scope)))
+        const AttrNumber key = static_cast<AttrNumber>(at[kKey] + 1);
+        if (!((a == scope && b == key) || (a == key && b == scope)))
             continue;
         if (!index->rd_index->indimmediate)
             return NIL;
@@ -228,17 +229,14 @@ void finish_executor(MemoryContext caller, ClaimTarget* t)
 // The key's columns as datums, computed once for every round.
 struct KeyDatums {
     Datum scope;
-    Datum key;
-    Datum key_hash;
+    Datum key;       // the primary key value (core::key_id)
+    Datum long_key;  // the key, when key holds its digest; else 0
 };
 
-KeyDatums key_datums(const KeyClaim& claim)
+KeyDatums key_datums(const KeyClaim& claim, const std::string& id)
 {
-    // key_hash: md5(key)::uuid, the 16 bytes of the digest (core::md5: the
-    // same digest as SQL's md5(), without OpenSSL's per-call setup).
-    auto* hash = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
-    core::md5(claim.key.data(), claim.key.size(), hash->data);
-    return {text_datum(claim.scope), text_datum(claim.key), UUIDPGetDatum(hash)};
+    const bool inline_key = core::key_is_inline(claim.key);
+    return {text_datum(claim.scope), text_datum(id), inline_key ? Datum(0) : text_datum(claim.key)};
 }
 
 // The slot emptied: every column NULL until set_column.
@@ -270,7 +268,7 @@ void require_visible_conflict(const ClaimTarget& t)
 
 enum class Conflict { kNone, kFound, kGone };
 
-// Whether a row holds the key's (scope, key_hash): kFound with it in
+// Whether a row holds the key's (scope, key): kFound with it in
 // t->found. Waits for an open transaction that holds a conflicting row.
 // kGone: the conflicting row was deleted or replaced since (a forget, a
 // takeover), so look again.
@@ -278,7 +276,7 @@ Conflict find_conflict(ClaimTarget* t, const KeyDatums& k)
 {
     clear_row(t->slot);
     set_column(t, kScope, k.scope);
-    set_column(t, kKeyHash, k.key_hash);
+    set_column(t, kKey, k.key);
     ExecStoreVirtualTuple(t->slot);
     ItemPointerData conflict;
     if (compat::check_index_constraints(t->rri, t->slot, t->estate, &conflict, t->arbiters))
@@ -307,14 +305,14 @@ void read_existing(const ClaimTarget& t, const KeyClaim& claim, MemoryContext ca
                 FullTransactionIdEquals(DatumGetFullTransactionId(claimed_by), mine);
     const Datum lease_until = slot_getattr(t.found, t.at[kLeaseUntil] + 1, &isnull);
     out->lease_live = !isnull && DatumGetTimestampTz(lease_until) > GetCurrentTimestamp();
-    if (t.at[kToken] >= 0) {
-        const Datum token = slot_getattr(t.found, t.at[kToken] + 1, &isnull);
-        out->has_token = !isnull;
-        out->token = isnull ? 0 : DatumGetInt64(token);
-    }
-    // The row was found by md5(key): it is this key's only if the stored key
-    // is this one, byte for byte.
-    const Datum stored = slot_getattr(t.found, t.at[kKey] + 1, &isnull);
+    const Datum token = slot_getattr(t.found, t.at[kToken] + 1, &isnull);
+    out->has_token = !isnull;
+    out->token = isnull ? 0 : DatumGetInt64(token);
+    // A row found by a digest is this key's only if the key it holds
+    // (long_key, or key when that is NULL) is this one, byte for byte.
+    Datum stored = slot_getattr(t.found, t.at[kLongKey] + 1, &isnull);
+    if (isnull)
+        stored = slot_getattr(t.found, t.at[kKey] + 1, &isnull);
     if (isnull) {
         out->same_key = false;
     } else {
@@ -343,8 +341,9 @@ void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k, Ra
 {
     clear_row(t->slot);
     set_column(t, kScope, k.scope);
-    set_column(t, kKeyHash, k.key_hash);
     set_column(t, kKey, k.key);
+    if (k.long_key != Datum(0))
+        set_column(t, kLongKey, k.long_key);
     if (claim.fingerprint)
         set_column(t, kFingerprint, text_datum(*claim.fingerprint));
     if (claim.lease) {
@@ -354,13 +353,11 @@ void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k, Ra
         set_column(t, kLease, lease);
         set_column(t, kLeaseUntil,
                    DirectFunctionCall2(timestamptz_pl_interval, TimestampTzGetDatum(GetCurrentTimestamp()), lease));
-        if (t->at[kToken] >= 0) {
-            if (!out->has_token) {
-                out->token = next_token();
-                out->has_token = true;
-            }
-            set_column(t, kToken, Int64GetDatum(out->token));
+        if (!out->has_token) {
+            out->token = next_token();
+            out->has_token = true;
         }
+        set_column(t, kToken, Int64GetDatum(out->token));
     } else {
         set_column(t, kState, CStringGetTextDatum("done"));
     }
@@ -387,7 +384,7 @@ bool insert_speculatively(ClaimTarget* t)
     return !spec_conflict;
 }
 
-RawResult claim_row(const KeyClaim& claim)
+RawResult claim_row(const KeyClaim& claim, const std::string& id)
 {
     RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true, false, 0};
     const Oid relid = keys_table_for_direct_insert();
@@ -397,7 +394,7 @@ RawResult claim_row(const KeyClaim& claim)
     ClaimTarget t{};
     if (!open_keys_table(relid, &t) || !start_executor(caller, &t))
         return out;
-    const KeyDatums k = key_datums(claim);
+    const KeyDatums k = key_datums(claim, id);
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         const Conflict conflict = find_conflict(&t, k);
@@ -426,7 +423,10 @@ RawResult claim_row(const KeyClaim& claim)
 
 KeyClaimResult insert_claim_row(const KeyClaim& claim)
 {
-    const RawResult raw = pg_call([&]() noexcept { return claim_row(claim); });
+    // Computed here: core::key_id allocates (a std::string), which the
+    // noexcept body must not.
+    const std::string id = core::key_id(claim.key);
+    const RawResult raw = pg_call([&]() noexcept { return claim_row(claim, id); });
     KeyClaimResult result;
     result.outcome = raw.outcome;
     if (raw.outcome == KeyClaimResult::Outcome::kExists) {
