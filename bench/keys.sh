@@ -7,7 +7,7 @@
 #     tps), claimed as superuser (claim) and as a pipeline role granted the
 #     scope (claim_role: the grant check, cached across transactions);
 #   - bare_full (LIKE idem.keys INCLUDING ALL): same columns, primary key on
-#     (scope, key_hash) and age index as idem.keys, filled with the same row
+#     (scope, key) and age index as idem.keys, filled with the same row
 #     claim writes: what the INSERT alone costs, without claim's checks.
 # Two suites: fresh keys (every transaction a new key), and 50% duplicates
 # (half the transactions draw one of BENCH_KEYS_DUP_N already claimed keys,
@@ -78,7 +78,7 @@ keys_statement() {
     case $1 in
         claim|claim_role) echo "SELECT idem.claim($2);" ;;
         bare)  echo "INSERT INTO bare_keys VALUES ('default', $2) ON CONFLICT DO NOTHING;" ;;
-        full)  echo "INSERT INTO bare_full (scope, key_hash, key, fingerprint, state, lease, claimed_at, lease_until, claimed_by) VALUES ('default', md5($2)::uuid, $2, NULL, 'done', NULL, now(), NULL, pg_current_xact_id()) ON CONFLICT DO NOTHING;" ;;
+        full)  echo "INSERT INTO bare_full (scope, key, long_key, fingerprint, state, lease, claimed_at, lease_until, claimed_by) VALUES ('default', $2, NULL, NULL, 'done', NULL, now(), NULL, pg_current_xact_id()) ON CONFLICT DO NOTHING;" ;;
     esac
 }
 
@@ -98,7 +98,7 @@ keys_preload() {
     case $1 in
         claim|claim_role) echo "SELECT count(*) FROM idem.claim_many(ARRAY(SELECT 'd-' || g FROM generate_series(1, $keys_dup_n) g));" ;;
         bare)  echo "INSERT INTO bare_keys SELECT 'default', 'd-' || g FROM generate_series(1, $keys_dup_n) g;" ;;
-        full)  echo "INSERT INTO bare_full (scope, key_hash, key, state, claimed_at, claimed_by) SELECT 'default', md5('d-' || g)::uuid, 'd-' || g, 'done', now(), pg_current_xact_id() FROM generate_series(1, $keys_dup_n) g;" ;;
+        full)  echo "INSERT INTO bare_full (scope, key, state, claimed_at, claimed_by) SELECT 'default', 'd-' || g, 'done', now(), pg_current_xact_id() FROM generate_series(1, $keys_dup_n) g;" ;;
     esac
 }
 
@@ -230,7 +230,7 @@ report ""
 report "- \`claim\`: \`idem.claim(key)\` with the defaults (scope 'default', no fingerprint, no lease), as superuser"
 report "- \`claim_role\`: the same as \`$keys_role\`, a role granted the scope (\`idem.grant_usage('$keys_role', 'default', 'keys')\`), not a superuser: what a pipeline runs as"
 report "- \`bare\`: the equivalent table of the goal, \`bare_keys (scope text, key text, PRIMARY KEY (scope, key))\`"
-report "- \`full\`: \`bare_full (LIKE idem.keys INCLUDING ALL)\`: idem.keys' 12 columns, primary key (scope, key_hash uuid) and age index, written with the row claim writes; the cost of the INSERT alone"
+report "- \`full\`: \`bare_full (LIKE idem.keys INCLUDING ALL)\`: idem.keys' 13 columns, primary key (scope, key) and age index, written with the row claim writes; the cost of the INSERT alone"
 
 keys_suite fresh "Fresh keys: every transaction claims a new key"
 keys_fresh_claim=${KEYS_MEDIAN_TPS[claim]} keys_fresh_bare=${KEYS_MEDIAN_TPS[bare]} keys_fresh_full=${KEYS_MEDIAN_TPS[full]}
@@ -254,11 +254,11 @@ report "Against \`full\` (same row as idem.keys, not a goal): claim at $(bench_r
 keys_calls=${BENCH_KEYS_CALLS:-20000}
 bench_psql <<'SQL'
 CREATE TABLE row_pk (LIKE idem.keys);
-ALTER TABLE row_pk ADD PRIMARY KEY (scope, key_hash);
+ALTER TABLE row_pk ADD PRIMARY KEY (scope, key);
 CREATE TABLE row_age (LIKE idem.keys INCLUDING INDEXES);
 SQL
 keys_row_insert() {
-    echo "INSERT INTO $1 (scope, key_hash, key, fingerprint, state, lease, claimed_at, lease_until, claimed_by) VALUES ('default', md5($2)::uuid, $2, NULL, 'done', NULL, now(), NULL, pg_current_xact_id()) ON CONFLICT DO NOTHING"
+    echo "INSERT INTO $1 (scope, key, long_key, fingerprint, state, lease, claimed_at, lease_until, claimed_by) VALUES ('default', $2, NULL, NULL, 'done', NULL, now(), NULL, pg_current_xact_id()) ON CONFLICT DO NOTHING"
 }
 keys_loop() {
     echo "DO \$d\$ BEGIN FOR i IN 1..$keys_calls LOOP $1; END LOOP; END \$d\$"
@@ -300,17 +300,17 @@ report ""
 report "Fresh keys:"
 keys_percall_report \
     bare "\`bare_keys (scope, key)\`, primary key" \
-    row_pk "idem.keys' 12 columns and row (md5 key hash, now(), pg_current_xact_id()), primary key (scope, key_hash) only" \
+    row_pk "idem.keys' 13 columns and row (now(), pg_current_xact_id()), primary key (scope, key) only" \
     row_age "+ the age index \`keys_age\` on COALESCE(completed_at, claimed_at)" \
     full "+ the CHECK on state: all of idem.keys (\`bare_full\`)" \
-    claim "\`idem.claim\`: + the function call and the checks (the row inserted without SPI, src/pg/key_row.cpp)"
+    claim "\`idem.claim\`: + the function call and the checks (the row inserted without SPI, src/pg_native/key_row_insert.cpp)"
 
 # Duplicates: every call hits a key an earlier transaction claimed.
 keys_dup_preload_sql() {
     case $1 in
         claim) echo "DO \$p\$ BEGIN PERFORM count(*) FROM idem.claim_many(ARRAY(SELECT 'c' || g FROM generate_series(1, $keys_calls) g)); END \$p\$;" ;;
         bare)  echo "INSERT INTO bare_keys SELECT 'default', 'c' || g FROM generate_series(1, $keys_calls) g;" ;;
-        full)  echo "INSERT INTO bare_full (scope, key_hash, key, state, claimed_at, claimed_by) SELECT 'default', md5('c' || g)::uuid, 'c' || g, 'done', now(), pg_current_xact_id() FROM generate_series(1, $keys_calls) g;" ;;
+        full)  echo "INSERT INTO bare_full (scope, key, state, claimed_at, claimed_by) SELECT 'default', 'c' || g, 'done', now(), pg_current_xact_id() FROM generate_series(1, $keys_calls) g;" ;;
     esac
 }
 for v in bare full claim; do
