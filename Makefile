@@ -18,7 +18,7 @@ EXTVERSION = 0.8.0
 # core/ pure C++ (docs/code-layout.md). PURE_SRCS include no PostgreSQL
 # header: the unit tests compile them without PostgreSQL's include path, so
 # a PostgreSQL header creeping into one fails that build.
-PURE_SRCS = $(sort $(wildcard src/core/*.cpp)) src/merge/merge_sql.cpp src/append/append_sql.cpp src/common/conflict_tally.cpp src/overwrite/row_sample.cpp
+PURE_SRCS = $(sort $(wildcard src/core/*.cpp)) src/merge/merge_sql.cpp src/append/append_sql.cpp src/common/conflict_tally.cpp src/overwrite/row_sample.cpp src/snapshot/snapshot_sql.cpp
 MODULE_SRCS = $(sort $(wildcard src/*.cpp src/*/*.cpp))
 OBJS = $(MODULE_SRCS:.cpp=.o)
 

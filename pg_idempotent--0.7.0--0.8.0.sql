@@ -236,6 +236,50 @@ COMMENT ON FUNCTION idem.append_query(regclass, text, text[], text[], text, inte
   'idem.append with the events given as a query (run once, as the caller, under the caller''s search_path)';
 
 -- ---------------------------------------------------------------------------
+-- History tables (slowly changing dimensions, type 2; dbt's snapshots):
+-- docs/snapshot.md. One current version per key is enforced by a partial
+-- unique index that snapshot_prepare creates and snapshot requires.
+CREATE FUNCTION idem.snapshot(target regclass, source regclass,
+                              key text[],
+                              strategy text DEFAULT 'check',
+                              updated_at text DEFAULT NULL,
+                              columns text[] DEFAULT NULL,
+                              exclude_columns text[] DEFAULT NULL,
+                              hard_deletes text DEFAULT 'ignore',
+                              valid_from text DEFAULT 'valid_from',
+                              valid_to text DEFAULT 'valid_to',
+                              as_of timestamptz DEFAULT NULL,
+                              allow_empty boolean DEFAULT false)
+  RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_snapshot'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean) IS
+  'Keeps target as the history (SCD type 2) of a source table or view on key: opens a version for every new or changed key, closes the version a change (or, with hard_deletes => ''invalidate'', a deletion) ends; a rerun writes nothing';
+
+CREATE FUNCTION idem.snapshot_query(target regclass, query text,
+                              key text[],
+                              strategy text DEFAULT 'check',
+                              updated_at text DEFAULT NULL,
+                              columns text[] DEFAULT NULL,
+                              exclude_columns text[] DEFAULT NULL,
+                              hard_deletes text DEFAULT 'ignore',
+                              valid_from text DEFAULT 'valid_from',
+                              valid_to text DEFAULT 'valid_to',
+                              as_of timestamptz DEFAULT NULL,
+                              allow_empty boolean DEFAULT false)
+  RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_snapshot_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean) IS
+  'idem.snapshot with the source given as a query (run once, as the caller, under the caller''s search_path)';
+
+CREATE FUNCTION idem.snapshot_prepare(target regclass, key text[], valid_to text DEFAULT 'valid_to')
+  RETURNS text AS 'MODULE_PATHNAME', 'idem_snapshot_prepare'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.snapshot_prepare(regclass, text[], text) IS
+  'Creates, once, the partial unique index that allows one current version (valid_to IS NULL) per key in a snapshot target; returns its name';
+
+-- ---------------------------------------------------------------------------
 -- Fencing tokens for leased keys (docs/keys.md, Fencing). A leased claim and
 -- every takeover draw a token from one sequence: it never goes back (a
 -- sequence is WAL-logged ahead of the values it hands out, so neither a

@@ -21,6 +21,7 @@
 #include "proof/assert_rerun_safe.hpp"
 #include "proof/checksum.hpp"
 #include "publish/publish.hpp"
+#include "snapshot/snapshot.hpp"
 
 namespace pg = pg_idempotent::pg;
 
@@ -119,6 +120,9 @@ PG_FUNCTION_INFO_V1(idem_adopt);
 PG_FUNCTION_INFO_V1(idem__count_conflict);
 PG_FUNCTION_INFO_V1(idem_append);
 PG_FUNCTION_INFO_V1(idem_append_query);
+PG_FUNCTION_INFO_V1(idem_snapshot);
+PG_FUNCTION_INFO_V1(idem_snapshot_query);
+PG_FUNCTION_INFO_V1(idem_snapshot_prepare);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -320,6 +324,59 @@ Datum idem_append_query(PG_FUNCTION_ARGS)
         const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
         pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
         return Datum(0);
+    });
+}
+
+// snapshot(target, source | query, key, strategy, updated_at, columns,
+// exclude_columns, hard_deletes, valid_from, valid_to, as_of, allow_empty)
+static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
+{
+    pg_idempotent::SnapshotOptions o;
+    pg::require_arg(fcinfo, 2, "key");
+    o.key = *pg::arg_text_array(fcinfo, 2, "key");
+    pg::require_arg(fcinfo, 3, "strategy");
+    o.strategy = *pg::arg_text(fcinfo, 3);
+    o.updated_at = pg::arg_text(fcinfo, 4);
+    o.columns = pg::arg_text_array(fcinfo, 5, "columns");
+    o.exclude_columns = pg::arg_text_array(fcinfo, 6, "exclude_columns");
+    pg::require_arg(fcinfo, 7, "hard_deletes");
+    o.hard_deletes = *pg::arg_text(fcinfo, 7);
+    pg::require_arg(fcinfo, 8, "valid_from");
+    o.valid_from = *pg::arg_text(fcinfo, 8);
+    pg::require_arg(fcinfo, 9, "valid_to");
+    o.valid_to = *pg::arg_text(fcinfo, 9);
+    o.as_of = pg::arg_value(fcinfo, 10);
+    pg::require_arg(fcinfo, 11, "allow_empty");
+    o.allow_empty = *pg::arg_bool(fcinfo, 11);
+    return o;
+}
+
+Datum idem_snapshot(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, false);
+        pg_idempotent::snapshot(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, snapshot_options(fcinfo));
+        return Datum(0);
+    });
+}
+
+Datum idem_snapshot_query(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
+        pg_idempotent::snapshot(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, snapshot_options(fcinfo));
+        return Datum(0);
+    });
+}
+
+Datum idem_snapshot_prepare(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "target");
+        pg::require_arg(fcinfo, 1, "key");
+        pg::require_arg(fcinfo, 2, "valid_to");
+        return pg::text_result(pg_idempotent::snapshot_prepare(
+            *pg::arg_oid(fcinfo, 0), *pg::arg_text_array(fcinfo, 1, "key"), *pg::arg_text(fcinfo, 2)));
     });
 }
 

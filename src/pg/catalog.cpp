@@ -454,4 +454,9 @@ bool conversion_is_immutable(std::uint32_t from, std::int32_t from_typmod, std::
     });
 }
 
+bool is_timestamp_type(std::uint32_t type_oid)
+{
+    return type_oid == TIMESTAMPTZOID || type_oid == TIMESTAMPOID;
+}
+
 }  // namespace pg_idempotent::pg

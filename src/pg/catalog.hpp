@@ -77,6 +77,9 @@ std::vector<Column> describe_query(const std::string& sql);
 // the order PostgreSQL lists them, each once.
 std::vector<std::uint32_t> query_relations(const std::string& sql);
 
+// Whether the type is timestamp or timestamptz (with any precision).
+bool is_timestamp_type(std::uint32_t type_oid);
+
 // "OPERATOR(schema.op)" for a btree strategy (1 <, 3 =, 5 >) of the type's
 // default btree operator class, so citext and other extension types compare
 // the way their unique indexes do. UserError 42883 when the type has none.

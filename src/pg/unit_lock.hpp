@@ -21,6 +21,7 @@ enum class UnitLockSpace : std::uint16_t {
     kPartitionedTable = 3,  // key: the parent's OID (shared: rewrites; exclusive: swaps)
     kMergeTarget = 4,       // key: the merge target's OID
     kAppendTarget = 5,      // key: the append target's OID
+    kSnapshotTarget = 6,    // key: the snapshot target's OID
 };
 
 enum class UnitLockMode { kShared, kExclusive };

@@ -1,0 +1,149 @@
+-- idem.snapshot: history tables (slowly changing dimensions, type 2, dbt's
+-- snapshots). Each story of dbt's tracker that corrupts a history is run
+-- here, then the rerun that must write nothing (docs/snapshot.md).
+CREATE TABLE s_customers (id int PRIMARY KEY, name text, tier text);
+INSERT INTO s_customers VALUES (1, 'Ada', 'gold'), (2, 'Bo', NULL), (3, 'Cy', 'silver');
+CREATE TABLE s_hist (id int NOT NULL, name text, tier text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+
+-- The one-current-version-per-key index is required, and created once.
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}')$$);
+SELECT idem.snapshot_prepare('s_hist', '{id}') AS index_name;
+SELECT idem.snapshot_prepare('s_hist', '{id}') AS same_index_again;
+
+-- First load, then the rerun: nothing written (no row version changes).
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-01');
+CREATE TABLE s_before AS SELECT ctid AS c, xmin::text AS x FROM s_hist;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-02');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}');
+SELECT (SELECT count(*) FROM s_hist) AS versions,
+       (SELECT count(*) FROM s_hist h JOIN s_before b ON b.c = h.ctid AND b.x = h.xmin::text) AS untouched;
+
+-- dbt-core#11235: a check column that goes from NULL to a value (and back)
+-- is one change each time, never two rows; the rerun writes nothing.
+UPDATE s_customers SET tier = 'bronze' WHERE id = 2;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-03');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-04');
+UPDATE s_customers SET tier = NULL WHERE id = 2;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-05');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-06');
+SELECT id, tier, valid_from, valid_to FROM s_hist WHERE id = 2 ORDER BY valid_from;
+
+-- columns: only the listed columns open a version.
+UPDATE s_customers SET name = 'Ada L.' WHERE id = 1;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', columns => '{tier}', as_of => '2024-07-07');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', exclude_columns => '{name}', as_of => '2024-07-07');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-07');
+
+-- Hard deletes: ignore keeps the version, invalidate closes it; a key that
+-- comes back opens a new one; intervals never overlap.
+DELETE FROM s_customers WHERE id = 3;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-08');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'invalidate', as_of => '2024-07-08');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'invalidate', as_of => '2024-07-09');
+INSERT INTO s_customers VALUES (3, 'Cy', 'silver');
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'invalidate', as_of => '2024-07-07')$$);
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'invalidate', as_of => '2024-07-10');
+SELECT id, tier, valid_from, valid_to FROM s_hist WHERE id = 3 ORDER BY valid_from;
+-- An empty source would close every version: refused unless asked for.
+SELECT show_error($$SELECT * FROM idem.snapshot_query('s_hist', 'SELECT * FROM s_customers WHERE false', '{id}', hard_deletes => 'invalidate', as_of => '2024-07-11')$$);
+BEGIN;
+SELECT * FROM idem.snapshot_query('s_hist', 'SELECT * FROM s_customers WHERE false', '{id}', hard_deletes => 'invalidate',
+                                  allow_empty => true, as_of => '2024-07-11');
+ROLLBACK;
+-- Every key has one current version, and no two versions of a key overlap.
+SELECT count(*) AS keys_with_two_current FROM (SELECT id FROM s_hist WHERE valid_to IS NULL GROUP BY id HAVING count(*) > 1) x;
+SELECT count(*) AS overlaps FROM s_hist a JOIN s_hist b ON a.id = b.id AND a.ctid <> b.ctid
+ WHERE tstzrange(a.valid_from, a.valid_to) && tstzrange(b.valid_from, b.valid_to);
+
+-- dbt-core#4661: two runs must never leave two current versions. The index
+-- refuses a second one written by hand; snapshot_prepare refuses a table
+-- that already has one (and says which key). Two runs at once:
+-- test/specs/snapshot_concurrent.spec.
+SELECT show_error($$INSERT INTO s_hist VALUES (1, 'x', 'x', '2024-08-01', NULL)$$);
+CREATE TABLE s_broken (id int, name text, tier text, valid_from timestamptz, valid_to timestamptz);
+INSERT INTO s_broken VALUES (1, 'a', NULL, '2024-01-01', NULL), (1, 'a', NULL, '2024-01-02', NULL);
+SELECT show_error($$SELECT idem.snapshot_prepare('s_broken', '{id}')$$);
+
+-- dbt-core#11950: a NULL in a composite key is refused with the count, and
+-- nothing is written (dbt added a row for it on every run).
+CREATE TABLE s_region (region text, id int, v int, valid_from timestamptz, valid_to timestamptz);
+SELECT idem.snapshot_prepare('s_region', '{region,id}');
+SELECT show_error($$SELECT * FROM idem.snapshot_query('s_region', 'SELECT ''eu'' AS region, 1 AS id, 1 AS v UNION ALL SELECT NULL, 2, 2', '{region,id}')$$);
+SELECT * FROM idem.snapshot_query('s_region', 'SELECT ''eu'' AS region, 1 AS id, 1 AS v UNION ALL SELECT ''us'', 2, 2', '{region,id}',
+                                  as_of => '2024-07-01');
+SELECT * FROM idem.snapshot_query('s_region', 'SELECT ''eu'' AS region, 1 AS id, 1 AS v UNION ALL SELECT ''us'', 2, 2', '{region,id}',
+                                  as_of => '2024-07-02');
+SELECT count(*) AS region_versions FROM s_region;
+
+-- dbt-core#6215: a duplicate key in the source. Identical rows collapse;
+-- differing rows are refused (nothing written), so the next run still works.
+SELECT * FROM idem.snapshot_query('s_region', 'SELECT ''eu'' AS region, 1 AS id, 1 AS v UNION ALL SELECT ''eu'', 1, 1', '{region,id}',
+                                  as_of => '2024-07-03');
+SELECT show_error($$SELECT * FROM idem.snapshot_query('s_region', 'SELECT ''eu'' AS region, 1 AS id, 1 AS v UNION ALL SELECT ''eu'', 1, 2', '{region,id}', as_of => '2024-07-03')$$);
+SELECT * FROM idem.snapshot_query('s_region', 'SELECT ''eu'' AS region, 1 AS id, 2 AS v', '{region,id}', as_of => '2024-07-04');
+SELECT region, id, v, valid_from, valid_to FROM s_region ORDER BY region, id, valid_from;
+
+-- The timestamp strategy: a larger updated_at opens a version; an older or
+-- equal one with other content is stale (counted, never written); the
+-- duplicate of a key at a smaller updated_at loses.
+CREATE TABLE s_events (id int, v text, updated timestamptz, valid_from timestamptz, valid_to timestamptz);
+SELECT idem.snapshot_prepare('s_events', '{id}');
+CREATE TABLE s_feed (id int, v text, updated timestamptz);
+INSERT INTO s_feed VALUES (1, 'a', '2024-01-01'), (2, 'b', '2024-01-01');
+SELECT * FROM idem.snapshot('s_events', 's_feed', '{id}', strategy => 'timestamp', updated_at => 'updated', as_of => '2024-07-01');
+UPDATE s_feed SET v = 'a2', updated = '2024-02-01' WHERE id = 1;
+UPDATE s_feed SET v = 'b-late', updated = '2023-12-01' WHERE id = 2;
+INSERT INTO s_feed VALUES (1, 'a-older', '2023-01-01');
+SELECT * FROM idem.snapshot('s_events', 's_feed', '{id}', strategy => 'timestamp', updated_at => 'updated', as_of => '2024-07-02');
+SELECT * FROM idem.snapshot('s_events', 's_feed', '{id}', strategy => 'timestamp', updated_at => 'updated', as_of => '2024-07-03');
+SELECT id, v, updated, valid_from, valid_to FROM s_events ORDER BY id, valid_from;
+INSERT INTO s_feed VALUES (3, 'c', NULL);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_events', 's_feed', '{id}', strategy => 'timestamp', updated_at => 'updated')$$);
+
+-- Every run is in the run history.
+SELECT function_name, target, unit, action, counts, rows_written FROM idem.run_history
+ WHERE function_name LIKE 'snapshot%' ORDER BY id DESC LIMIT 3;
+
+-- A partitioned history (hash on the key: the index can be unique).
+CREATE TABLE s_part (id int NOT NULL, tier text, valid_from timestamptz, valid_to timestamptz) PARTITION BY HASH (id);
+CREATE TABLE s_part_0 PARTITION OF s_part FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE s_part_1 PARTITION OF s_part FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+SELECT idem.snapshot_prepare('s_part', '{id}') IS NOT NULL AS prepared;
+SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-01');
+UPDATE s_customers SET tier = 'platinum' WHERE id = 1;
+SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-02');
+SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-03');
+
+-- Bad input: a clear error with a HINT, nothing written.
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{}')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', NULL)$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', strategy => 'newest')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', strategy => 'timestamp')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', updated_at => 'name')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'delete')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', columns => '{tier}', exclude_columns => '{name}')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', columns => '{id}')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', valid_to => 'ends')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', valid_from => 'name')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot_query('s_hist', 'SELECT 1 AS id, now() AS valid_from', '{id}')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot_query('s_hist', 'SELECT 1 AS id, 2 AS extra', '{id}')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_customers_v', 's_customers', '{id}')$$);
+CREATE VIEW s_hist_v AS SELECT * FROM s_hist;
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist_v', 's_customers', '{id}')$$);
+SELECT show_error($$SELECT idem.snapshot_prepare('s_hist', '{nope}')$$);
+
+-- A role may snapshot a history it can read, insert and update, and only that.
+CREATE ROLE s_etl;
+GRANT SELECT ON s_customers TO s_etl;
+GRANT SELECT, INSERT ON s_hist TO s_etl;
+SET ROLE s_etl;
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}')$$);
+RESET ROLE;
+GRANT UPDATE ON s_hist TO s_etl;
+SET ROLE s_etl;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-20');
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-21');
+RESET ROLE;
+DROP VIEW s_hist_v;
+DROP TABLE s_customers, s_hist, s_before, s_broken, s_region, s_events, s_feed, s_part;
+DROP ROLE s_etl;

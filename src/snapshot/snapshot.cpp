@@ -1,0 +1,316 @@
+#include "snapshot/snapshot.hpp"
+
+#include <algorithm>
+
+#include "common/citus_tables.hpp"
+#include "common/installed_sql.hpp"
+#include "common/run_history.hpp"
+#include "core/sql_text.hpp"
+#include "pg/errors.hpp"
+#include "pg/roles.hpp"
+#include "pg/settings.hpp"
+#include "pg/unit_lock.hpp"
+#include "snapshot/snapshot_sql.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+pg::Relation describe_target(std::uint32_t target_oid)
+{
+    pg::Relation target = pg::describe_relation(target_oid);
+    if (target.kind != 'r' && target.kind != 'p')
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
+                        "idem.snapshot keeps its history in a table or a partitioned table.");
+    return target;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name)
+{
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+void require_key(const std::vector<std::string>& key)
+{
+    if (key.empty())
+        throw UserError(sqlstate::kInvalidParameterValue, "key must name at least one column", {},
+                        "Pass key => ARRAY['customer_id'], the business key of the rows the history keeps.");
+}
+
+// The index that allows one current version per key, by name; nullopt when
+// the target has none (a valid, immediate unique index on exactly the key
+// columns, without expressions, whose predicate is valid_to IS NULL).
+std::optional<std::string> current_version_index(pg::SpiSession& spi, std::uint32_t target,
+                                                 std::vector<std::string> key, const std::string& valid_to)
+{
+    std::sort(key.begin(), key.end());
+    const pg::QueryResult r = spi.query(
+        "SELECT i.indexrelid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_index i"
+        " WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisunique AND i.indisvalid AND i.indimmediate"
+        " AND i.indexprs IS NULL AND i.indnkeyatts OPERATOR(pg_catalog.=) pg_catalog.cardinality($2::pg_catalog.text[])"
+        " AND ARRAY(SELECT a.attname::pg_catalog.text COLLATE \"C\" FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[])"
+        "  WITH ORDINALITY AS k(attnum, n) JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid"
+        "  AND a.attnum OPERATOR(pg_catalog.=) k.attnum WHERE k.n OPERATOR(pg_catalog.<=) i.indnkeyatts ORDER BY 1)"
+        "  OPERATOR(pg_catalog.=) $2::pg_catalog.text[]"
+        " AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) OPERATOR(pg_catalog.=) $3 ORDER BY 1 LIMIT 1",
+        {pg::Param::of_oid(target), pg::Param::of_text_array(key),
+         pg::Param::of_text("(" + pg::quote_ident(valid_to) + " IS NULL)")});
+    if (r.rows.empty())
+        return std::nullopt;
+    return r.rows[0][0];
+}
+
+// valid_from and valid_to: columns of the target of one timestamp type,
+// never written by the source.
+std::string validity_type(const pg::Relation& target, const SourceShape& src, const SnapshotOptions& o)
+{
+    std::string type;
+    for (const std::string& name : {o.valid_from, o.valid_to}) {
+        require_target_column(target, name, name == o.valid_from ? "valid_from" : "valid_to");
+        const pg::Column* c = find_column(target.columns, name);
+        if (!pg::is_timestamp_type(c->type_oid))
+            throw UserError(sqlstate::kDatatypeMismatch,
+                            "validity column \"" + name + "\" has type " + c->type_name + ", not a timestamp",
+                            {}, "Make valid_from and valid_to timestamptz (or timestamp) columns.");
+        if (!type.empty() && type != c->qualified_type)
+            throw UserError(sqlstate::kDatatypeMismatch, "valid_from and valid_to have different types", {},
+                            "Give them one type, timestamptz.");
+        type = c->qualified_type;
+        if (find_column(src.columns, name) != nullptr)
+            throw UserError(sqlstate::kDuplicateColumn, "the source has a column \"" + name + "\"",
+                            "It is a validity column of \"" + target.display + "\", which idem.snapshot writes.",
+                            "Leave it out of the source, or name other validity columns.");
+    }
+    if (o.valid_from == o.valid_to)
+        throw UserError(sqlstate::kInvalidParameterValue, "valid_from and valid_to must be two columns");
+    return type;
+}
+
+// The data columns a version is compared on: columns, or all but the key,
+// exclude_columns (and the validity columns, which the source lacks).
+std::vector<core::AssignmentTarget> compare_columns(const pg::Relation& target, const core::SnapshotSpec& spec,
+                                                    const SnapshotOptions& o)
+{
+    if (o.columns && o.exclude_columns)
+        throw UserError(sqlstate::kInvalidParameterValue, "columns and exclude_columns cannot both be given", {},
+                        "Name the compared columns, or the ones left out, not both.");
+    std::vector<std::string> named;
+    for (const auto& c : o.columns ? *o.columns : o.exclude_columns.value_or(std::vector<std::string>{})) {
+        require_target_column(target, c, o.columns ? "columns" : "exclude_columns");
+        if (contains(o.key, c))
+            throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be compared",
+                            "A version belongs to its key; the key never changes within it.",
+                            "Leave the key columns out of columns and exclude_columns.");
+        named.push_back(pg::quote_ident(c));
+    }
+    std::vector<core::AssignmentTarget> cols;
+    for (const auto& c : spec.insert_columns) {
+        bool is_key = false;
+        for (const auto& k : spec.keys)
+            is_key = is_key || k.name == c.name;
+        const bool listed = contains(named, c.name);
+        if (!is_key && (o.columns ? listed : !listed))
+            cols.push_back(c);
+    }
+    if (o.columns && cols.size() != named.size())
+        throw UserError(sqlstate::kUndefinedColumn, "a column of columns is missing from the source", {},
+                        "Every compared column must be in the source.");
+    return cols;
+}
+
+void plan_updated_at(const pg::Relation& target, const SnapshotOptions& o, core::SnapshotSpec& spec)
+{
+    if (o.strategy == "check") {
+        if (o.updated_at)
+            throw UserError(sqlstate::kInvalidParameterValue, "updated_at is for the timestamp strategy", {},
+                            "Pass strategy => 'timestamp' with it, or leave it out.");
+        return;
+    }
+    if (o.strategy != "timestamp")
+        throw UserError(sqlstate::kInvalidParameterValue, "strategy must be 'check' or 'timestamp'",
+                        "It is '" + o.strategy + "'.",
+                        "'check' opens a version when a compared column changes; 'timestamp' when updated_at grows.");
+    if (!o.updated_at)
+        throw UserError(sqlstate::kNullValueNotAllowed, "the timestamp strategy needs updated_at", {},
+                        "Pass updated_at => 'the column whose larger value means a newer row'.");
+    require_target_column(target, *o.updated_at, "updated_at");
+    for (const auto& c : spec.insert_columns)
+        if (c.name == pg::quote_ident(*o.updated_at))
+            spec.updated_at = c;
+    if (!spec.updated_at)
+        throw UserError(sqlstate::kUndefinedColumn, "updated_at column \"" + *o.updated_at + "\" is missing from the source");
+    if (contains(o.key, *o.updated_at))
+        throw UserError(sqlstate::kInvalidParameterValue, "updated_at cannot be a key column");
+    const pg::Column* c = find_column(target.columns, *o.updated_at);
+    spec.updated_lt = pg::btree_operator(c->type_oid, 1, *o.updated_at);
+    spec.updated_eq = pg::btree_operator(c->type_oid, 3, *o.updated_at);
+}
+
+std::string key_literals(const std::vector<std::string>& key)
+{
+    std::vector<std::string> quoted;
+    for (const auto& k : key)
+        quoted.push_back(pg::quote_literal(k));
+    return core::join(quoted);
+}
+
+core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target, const SourceShape& src,
+                                 const SnapshotOptions& o)
+{
+    core::SnapshotSpec spec;
+    spec.target = target.qualified;
+    spec.source_sql = src.sql;
+    spec.validity_type = validity_type(target, src, o);
+    spec.valid_from = pg::quote_ident(o.valid_from);
+    spec.valid_to = pg::quote_ident(o.valid_to);
+    InsertColumnRules rules;
+    rules.function = "idem.snapshot";
+    rules.extra_detail = "Every source column is kept in the history; a column the target lacks is schema drift.";
+    rules.extra_hint = "Add the column to the target or drop it from the source.";
+    rules.identity_hint = "Leave the column out of the source.";
+    spec.insert_columns = insert_columns(src, target, rules);
+    for (const auto& k : o.key) {
+        if (find_column(src.columns, k) == nullptr)
+            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+        const pg::Column* tc = find_column(target.columns, k);
+        spec.keys.push_back(pg::assignment_target(*tc));
+        spec.key_eq.push_back(pg::btree_operator(tc->type_oid, 3, k));
+    }
+    plan_updated_at(target, o, spec);
+    spec.compare_columns = compare_columns(target, spec, o);
+    if (o.hard_deletes != "ignore" && o.hard_deletes != "invalidate")
+        throw UserError(sqlstate::kInvalidParameterValue, "hard_deletes must be 'ignore' or 'invalidate'",
+                        "It is '" + o.hard_deletes + "'.",
+                        "'ignore' keeps the current version of a key the source lacks; 'invalidate' closes it.");
+    spec.invalidate = o.hard_deletes == "invalidate";
+    spec.refuse_empty = spec.invalidate && !o.allow_empty;
+    spec.check_nulls = !source_unique_on_key(src, o.key, target);
+    spec.check_duplicates = spec.check_nulls;
+    if (spec.check_duplicates)
+        spec.hash_keys = keys_hashable(target, o.key);
+    spec.stable_source = src.stable();
+    if (!current_version_index(spi, target.oid, o.key, o.valid_to))
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "\"" + target.display + "\" has no unique index allowing one current version per key",
+                        "Without it two runs at once could leave a key with two current versions.",
+                        "Create it once: SELECT idem.snapshot_prepare(" + pg::quote_literal(target.display) +
+                            ", ARRAY[" + key_literals(o.key) + "], valid_to => " + pg::quote_literal(o.valid_to) +
+                            ");");
+    return spec;
+}
+
+// Snapshots of one target take turns (READ COMMITTED takes the statement's
+// snapshot after the lock, so each sees the versions the one before it
+// wrote). Readers and other writers are not blocked.
+void lock_target(const pg::Relation& target)
+{
+    using P = pg::TablePrivilege;
+    pg::require_table_privileges(target.oid, {P::kSelect, P::kInsert, P::kUpdate}, "idem.snapshot");
+    pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
+}
+
+std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::SnapshotSpec& spec, const pg::Relation& target,
+                                       const SnapshotOptions& o)
+{
+    pg::QueryResult r;
+    // Without JIT: merge.cpp says why.
+    pg::with_settings({{"jit", "off"}}, [&] {
+        r = spi.query(core::build_snapshot_sql(spec), {pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of)},
+                      true);
+    });
+    std::vector<std::int64_t> n;
+    for (const auto& v : r.rows.at(0))
+        n.push_back(std::stoll(v.value_or("0")));
+    // inserted, changed, deleted, unchanged, stale, closed, opened. A
+    // version closed or opened by someone else meanwhile (not an idem
+    // snapshot: those take turns) shows as a count that does not add up.
+    if (n[5] != n[1] + n[2] || n[6] != n[0] + n[1])
+        throw UserError(sqlstate::kSerializationFailure,
+                        "a concurrent writer changed current versions of \"" + target.display + "\"",
+                        std::to_string(n[5]) + " versions closed and " + std::to_string(n[6]) +
+                            " opened, where the plan had " + std::to_string(n[1] + n[2]) + " and " +
+                            std::to_string(n[0] + n[1]) + ".",
+                        "Retry the transaction; write the history only through idem.snapshot.");
+    n.resize(5);
+    return n;
+}
+
+void record_snapshot(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
+                     const std::vector<std::int64_t>& n)
+{
+    RunRecord run;
+    run.function = src.relation ? "snapshot" : "snapshot_query";
+    run.target = target.display;
+    if (src.relation)
+        run.unit = src.relation->display;
+    run.counts = {{"inserted", n[0]}, {"changed", n[1]}, {"deleted", n[2]}, {"unchanged", n[3]}, {"stale", n[4]}};
+    run.rows_written = n[0] + 2 * n[1] + n[2];
+    run.changed = run.rows_written > 0;
+    run.action = run.changed ? "snapshotted" : "unchanged";
+    record_run(spi, clock, run);
+}
+
+}  // namespace
+
+void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSource& source,
+              const SnapshotOptions& options)
+{
+    const RunClock clock;
+    pg::SpiSession spi;
+    require_key(options.key);
+    const pg::Relation target = describe_target(target_oid);
+    const SourceShape src = describe_source(source, "idem.snapshot");
+    if (citus_table(spi, target_oid).kind != CitusKind::kNone)
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "idem.snapshot does not write Citus distributed or reference tables yet",
+                        "\"" + target.display + "\" is one.", "Keep the history in a local table.");
+    const core::SnapshotSpec spec = plan_snapshot(spi, target, src, options);
+    lock_target(target);
+    const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options);
+    record_snapshot(spi, clock, target, src, n);
+    pg::Row row;
+    for (auto v : n)
+        row.push_back(std::to_string(v));
+    pg::return_text_rows(out, {row});
+    spi.finish();
+}
+
+std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::string>& key, const std::string& valid_to)
+{
+    pg::SpiSession spi;
+    require_key(key);
+    const pg::Relation target = describe_target(target_oid);
+    std::vector<std::string> cols;
+    for (const auto& k : key) {
+        require_target_column(target, k, "key");
+        cols.push_back(pg::quote_ident(k));
+    }
+    require_target_column(target, valid_to, "valid_to");
+    pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
+    std::optional<std::string> name = current_version_index(spi, target.oid, key, valid_to);
+    if (!name) {
+        const std::string current = pg::quote_ident(valid_to) + " IS NULL";
+        const pg::QueryResult twice =
+            spi.query("SELECT " + core::join(cols) + " FROM " + target.qualified + " WHERE " + current + " GROUP BY " +
+                      core::join(cols) + " HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1");
+        if (!twice.rows.empty())
+            throw UserError("23505", "\"" + target.display + "\" has keys with more than one current version",
+                            "For example key (" + core::join(cols) + ")=(" + core::join([&] {
+                                std::vector<std::string> v;
+                                for (const auto& x : twice.rows[0])
+                                    v.push_back(x.value_or("NULL"));
+                                return v;
+                            }()) + ").",
+                            "Close all but one current version of each key (set " + valid_to +
+                                "), then prepare again.");
+        spi.query("CREATE UNIQUE INDEX ON " + target.qualified + " (" + core::join(cols) + ") WHERE " + current);
+        name = current_version_index(spi, target.oid, key, valid_to);
+    }
+    spi.finish();
+    return name.value_or("");
+}
+
+}  // namespace pg_idempotent

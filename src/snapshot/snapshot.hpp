@@ -1,0 +1,38 @@
+// idem.snapshot, idem.snapshot_query and idem.snapshot_prepare: history
+// tables (slowly changing dimensions, type 2; dbt's snapshots) kept in the
+// caller's transaction, so that a rerun writes nothing and two runs at once
+// give the result of one after the other (docs/snapshot.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/batch_source.hpp"
+#include "pg/spi.hpp"
+#include "pg/values.hpp"
+
+namespace pg_idempotent {
+
+struct SnapshotOptions {
+    std::vector<std::string> key;
+    std::string strategy = "check";  // or "timestamp"
+    std::optional<std::string> updated_at;
+    std::optional<std::vector<std::string>> columns;          // check: the columns compared
+    std::optional<std::vector<std::string>> exclude_columns;  // or all but these
+    std::string hard_deletes = "ignore";                      // or "invalidate"
+    std::string valid_from = "valid_from";
+    std::string valid_to = "valid_to";
+    pg::TypedValue as_of;  // NULL: the transaction's now()
+    bool allow_empty = false;
+};
+
+void snapshot(const pg::ResultSet& out, std::uint32_t target, const BatchSource& source,
+              const SnapshotOptions& options);
+
+// The partial unique index that allows one current version per key: created
+// once, its name returned (also when it was there).
+std::string snapshot_prepare(std::uint32_t target, const std::vector<std::string>& key, const std::string& valid_to);
+
+}  // namespace pg_idempotent

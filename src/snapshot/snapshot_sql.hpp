@@ -1,0 +1,62 @@
+// The one statement idem.snapshot runs (pure C++: text building only).
+//
+// As merge's (merge/merge_sql.hpp), every identifier arrives quoted, every
+// type schema-qualified, every operator as OPERATOR(schema.op); caller SQL
+// (the source query) is placed as given. A chain of CTEs, so the checks,
+// the closing of versions and the opening of new ones commit or fail
+// together:
+//   run     the snapshot's time: as_of ($2) or the transaction's now()
+//   src     the source rows (keys cast to the target's types)
+//   stats   row count and NULL key counts                    -> 23502
+//   tops    keys the source repeats (usually none)
+//   dups    repeated keys whose rows differ (at their largest
+//           updated_at, for the timestamp strategy)           -> 21000
+//   checks  raises the first problem found, else true (gates everything)
+//   dedup   one row per key (the largest updated_at)
+//   plan    each key against its current version: new, changed, stale;
+//           unchanged keys are left out here, so a rerun writes nothing
+//   gone    current versions whose key the source lacks (invalidate)
+//   checks2 time moves forward: every version closed began before run.at
+//   tally   the planned counts
+//   cls     closes the changed and gone versions (valid_to = run.at)
+//   ins     opens the new versions, after cls (its count gates the insert,
+//           so no new current row meets the old one in the unique index)
+// The result row: inserted, changed, deleted, unchanged, stale, closed,
+// opened, as bigints.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/assignment.hpp"
+
+namespace pg_idempotent::core {
+
+struct SnapshotSpec {
+    std::string target;                             // qualified, quoted
+    std::string source_sql;                         // a SELECT (relation) or the caller's query
+    std::vector<AssignmentTarget> keys;             // key columns (also in insert_columns)
+    std::vector<std::string> key_eq;                // equality operator per key
+    std::vector<AssignmentTarget> insert_columns;   // the data columns a version writes
+    std::vector<AssignmentTarget> compare_columns;  // what makes a version changed (no key)
+    std::string valid_from;                         // quoted column names
+    std::string valid_to;
+    std::string validity_type;                      // their type, schema-qualified
+    // The timestamp strategy: the column (quoted, in insert_columns) whose
+    // larger value opens a version; its type's < and = operators.
+    std::optional<AssignmentTarget> updated_at;
+    std::string updated_lt;
+    std::string updated_eq;
+    bool invalidate = false;    // hard_deletes => 'invalidate'
+    bool refuse_empty = false;  // invalidate without allow_empty: an empty source is 22023
+    bool check_nulls = true;
+    bool check_duplicates = true;  // false: the source is unique on the key
+    bool stable_source = false;    // a table: read in every step, not copied
+    bool hash_keys = false;        // as merge's: repeated keys found from their hashes
+};
+
+// $1 is the target's OID (regclass, for messages), $2 as_of (timestamptz or NULL).
+std::string build_snapshot_sql(const SnapshotSpec& spec);
+
+}  // namespace pg_idempotent::core
