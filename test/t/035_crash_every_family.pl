@@ -1,7 +1,7 @@
 # Crash safety of every family: a backend killed with SIGKILL, or the server
 # stopped with -m immediate, at points inside the transaction of merge,
 # append, replace_where / overwrite_partition, the key functions, the
-# checkpoint functions and publish / rollback / pin. After crash recovery the target
+# checkpoint functions, snapshot and publish / rollback / pin. After crash recovery the target
 # tables and idem's state tables are exactly as before the transaction (or,
 # for a crash right after COMMIT returned, exactly as after it), never in
 # between; and the job then rerun leaves the same state as one clean run of
@@ -161,6 +161,27 @@ SELECT idem.mark_window('daily_job', '2024-07-01'::date, '2024-07-02'::date);
 SELECT idem.advance('old_job', 10);
 SELECT idem.rewind('old_job', 5);
 CREATE TRIGGER loaded_pause AFTER INSERT ON loaded FOR EACH ROW EXECUTE FUNCTION crash_pause_trigger('loaded');
+
+-- snapshot: a history of 30 customers; then 5 change, 3 are gone
+-- (invalidate closes them), 4 are new. The pause is a BEFORE INSERT
+-- trigger: snapshot opens versions only after it has closed the old ones,
+-- so a crash there comes between the two (fixed as_of: the checksums of
+-- public tables include the validity columns).
+CREATE FUNCTION crash_pause_before() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM crash_pause(TG_ARGV[0]);
+  RETURN NEW;
+END $$;
+CREATE TABLE cust (id int PRIMARY KEY, tier text);
+INSERT INTO cust SELECT g, 't' || g % 3 FROM generate_series(1, 30) g;
+CREATE TABLE cust_hist (id int NOT NULL, tier text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+SELECT idem.snapshot_prepare('cust_hist', '{id}');
+SELECT * FROM idem.snapshot('cust_hist', 'cust', '{id}', as_of => '2024-07-01 00:00+00');
+UPDATE cust SET tier = 'changed' WHERE id <= 5;
+DELETE FROM cust WHERE id > 27;
+INSERT INTO cust SELECT g, 'new' FROM generate_series(31, 34) g;
+CREATE TRIGGER cust_hist_pause BEFORE INSERT ON cust_hist
+  FOR EACH ROW EXECUTE FUNCTION crash_pause_before('cust_hist');
 
 -- publish: versions 1 and 2 of a dataset, 2 current.
 CREATE TABLE orders (store text, amount numeric);
@@ -453,6 +474,17 @@ SQL
 	  writes => 'events' },
 	{ point => 'running', where => 'run_once, in its query', how => 'immediate',
 	  pause => 'loaded', statement => '%idem.run_once(%', writes => 'events idem.checkpoints loaded' },
+	{ point => 'returned', how => 'kill -9' },
+	{ point => 'returned', how => 'immediate' });
+
+my $snapshot_job = q{SELECT * FROM idem.snapshot('cust_hist', 'cust', '{id}', hard_deletes => 'invalidate', as_of => '2024-07-02 00:00+00');};
+family('snapshot', <<"SQL", 'cust_hist idem.run_log', 'kill -9',
+$snapshot_job
+SQL
+	{ point => 'running', where => 'snapshot, old versions closed, new ones being opened', how => 'kill -9',
+	  pause => 'cust_hist', statement => '%idem.snapshot(%', writes => 'cust_hist' },
+	{ point => 'running', where => 'snapshot, waiting for another snapshot of the history', how => 'immediate',
+	  blocker => $snapshot_job, statement => '%idem.snapshot(%', writes => '' },
 	{ point => 'returned', how => 'kill -9' },
 	{ point => 'returned', how => 'immediate' });
 
