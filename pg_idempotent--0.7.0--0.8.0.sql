@@ -249,12 +249,13 @@ CREATE FUNCTION idem.snapshot(target regclass, source regclass,
                               valid_from text DEFAULT 'valid_from',
                               valid_to text DEFAULT 'valid_to',
                               as_of timestamptz DEFAULT NULL,
-                              allow_empty boolean DEFAULT false)
+                              allow_empty boolean DEFAULT false,
+                              deleted_column text DEFAULT 'is_deleted')
   RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
   AS 'MODULE_PATHNAME', 'idem_snapshot'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean) IS
-  'Keeps target as the history (SCD type 2) of a source table or view on key: opens a version for every new or changed key, closes the version a change (or, with hard_deletes => ''invalidate'', a deletion) ends; a rerun writes nothing';
+COMMENT ON FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text) IS
+  'Keeps target as the history (SCD type 2) of a source table or view on key: opens a version for every new or changed key, closes the version a change (or, with hard_deletes => ''invalidate'' or ''new_record'', a deletion) ends; a rerun writes nothing';
 
 CREATE FUNCTION idem.snapshot_query(target regclass, query text,
                               key text[],
@@ -266,11 +267,12 @@ CREATE FUNCTION idem.snapshot_query(target regclass, query text,
                               valid_from text DEFAULT 'valid_from',
                               valid_to text DEFAULT 'valid_to',
                               as_of timestamptz DEFAULT NULL,
-                              allow_empty boolean DEFAULT false)
+                              allow_empty boolean DEFAULT false,
+                              deleted_column text DEFAULT 'is_deleted')
   RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
   AS 'MODULE_PATHNAME', 'idem_snapshot_query'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean) IS
+COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text) IS
   'idem.snapshot with the source given as a query (run once, as the caller, under the caller''s search_path)';
 
 CREATE FUNCTION idem.snapshot_prepare(target regclass, key text[], valid_to text DEFAULT 'valid_to')

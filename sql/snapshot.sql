@@ -114,6 +114,27 @@ UPDATE s_customers SET tier = 'platinum' WHERE id = 1;
 SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-02');
 SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-03');
 
+-- hard_deletes => 'new_record': a gone key's version is closed and a copy
+-- marked deleted opens; the rerun writes nothing (the marker is current);
+-- a key that comes back closes the marker and opens a version.
+CREATE TABLE s_src (id int, v text);
+INSERT INTO s_src VALUES (1, 'a'), (2, 'b');
+CREATE TABLE s_del (id int NOT NULL, v text, is_deleted boolean NOT NULL DEFAULT false,
+                    valid_from timestamptz NOT NULL, valid_to timestamptz);
+SELECT idem.snapshot_prepare('s_del', '{id}') IS NOT NULL AS prepared;
+SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_deletes => 'new_record', as_of => '2024-07-01');
+DELETE FROM s_src WHERE id = 2;
+SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_deletes => 'new_record', as_of => '2024-07-02');
+SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_deletes => 'new_record', as_of => '2024-07-03');
+INSERT INTO s_src VALUES (2, 'b2');
+SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_deletes => 'new_record', as_of => '2024-07-04');
+SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_deletes => 'new_record', as_of => '2024-07-05');
+SELECT id, v, is_deleted, valid_from, valid_to FROM s_del ORDER BY id, valid_from;
+SELECT rows_written FROM idem.run_history WHERE target = 'public.s_del' ORDER BY id;
+SELECT show_error($$SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_deletes => 'new_record', deleted_column => 'v')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'new_record')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot_query('s_del', 'SELECT id, v, false AS is_deleted FROM s_src', '{id}', hard_deletes => 'new_record')$$);
+
 -- Bad input: a clear error with a HINT, nothing written.
 SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{}')$$);
 SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', NULL)$$);
@@ -145,5 +166,5 @@ SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-2
 SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-21');
 RESET ROLE;
 DROP VIEW s_hist_v;
-DROP TABLE s_customers, s_hist, s_before, s_broken, s_region, s_events, s_feed, s_part;
+DROP TABLE s_customers, s_hist, s_before, s_broken, s_region, s_events, s_feed, s_part, s_src, s_del;
 DROP ROLE s_etl;

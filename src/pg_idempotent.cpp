@@ -328,7 +328,8 @@ Datum idem_append_query(PG_FUNCTION_ARGS)
 }
 
 // snapshot(target, source | query, key, strategy, updated_at, columns,
-// exclude_columns, hard_deletes, valid_from, valid_to, as_of, allow_empty)
+// exclude_columns, hard_deletes, valid_from, valid_to, as_of, allow_empty,
+// deleted_column)
 static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
 {
     pg_idempotent::SnapshotOptions o;
@@ -348,6 +349,8 @@ static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
     o.as_of = pg::arg_value(fcinfo, 10);
     pg::require_arg(fcinfo, 11, "allow_empty");
     o.allow_empty = *pg::arg_bool(fcinfo, 11);
+    pg::require_arg(fcinfo, 12, "deleted_column");
+    o.deleted_column = *pg::arg_text(fcinfo, 12);
     return o;
 }
 

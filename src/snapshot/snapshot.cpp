@@ -73,8 +73,8 @@ std::string validity_type(const pg::Relation& target, const SourceShape& src, co
         const pg::Column* c = find_column(target.columns, name);
         if (!pg::is_timestamp_type(c->type_oid))
             throw UserError(sqlstate::kDatatypeMismatch,
-                            "validity column \"" + name + "\" has type " + c->type_name + ", not a timestamp",
-                            {}, "Make valid_from and valid_to timestamptz (or timestamp) columns.");
+                            "validity column \"" + name + "\" has type " + c->type_name + ", not a timestamp", {},
+                            "Make valid_from and valid_to timestamptz (or timestamp) columns.");
         if (!type.empty() && type != c->qualified_type)
             throw UserError(sqlstate::kDatatypeMismatch, "valid_from and valid_to have different types", {},
                             "Give them one type, timestamptz.");
@@ -141,12 +141,29 @@ void plan_updated_at(const pg::Relation& target, const SnapshotOptions& o, core:
         if (c.name == pg::quote_ident(*o.updated_at))
             spec.updated_at = c;
     if (!spec.updated_at)
-        throw UserError(sqlstate::kUndefinedColumn, "updated_at column \"" + *o.updated_at + "\" is missing from the source");
+        throw UserError(sqlstate::kUndefinedColumn,
+                        "updated_at column \"" + *o.updated_at + "\" is missing from the source");
     if (contains(o.key, *o.updated_at))
         throw UserError(sqlstate::kInvalidParameterValue, "updated_at cannot be a key column");
     const pg::Column* c = find_column(target.columns, *o.updated_at);
     spec.updated_lt = pg::btree_operator(c->type_oid, 1, *o.updated_at);
     spec.updated_eq = pg::btree_operator(c->type_oid, 3, *o.updated_at);
+}
+
+// new_record's marker: a boolean column of the target the source lacks.
+std::string deleted_column(const pg::Relation& target, const SourceShape& src, const SnapshotOptions& o)
+{
+    require_target_column(target, o.deleted_column, "deleted_column");
+    const pg::Column* c = find_column(target.columns, o.deleted_column);
+    if (c->type_name != "boolean")
+        throw UserError(sqlstate::kDatatypeMismatch,
+                        "deleted_column \"" + o.deleted_column + "\" has type " + c->type_name + ", not boolean", {},
+                        "Make it a boolean column: true marks the version that records a deletion.");
+    if (find_column(src.columns, o.deleted_column) != nullptr)
+        throw UserError(sqlstate::kDuplicateColumn, "the source has a column \"" + o.deleted_column + "\"",
+                        "It is the deleted marker of \"" + target.display + "\", which idem.snapshot writes.",
+                        "Leave it out of the source, or name another deleted_column.");
+    return pg::quote_ident(o.deleted_column);
 }
 
 std::string key_literals(const std::vector<std::string>& key)
@@ -181,11 +198,14 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
     }
     plan_updated_at(target, o, spec);
     spec.compare_columns = compare_columns(target, spec, o);
-    if (o.hard_deletes != "ignore" && o.hard_deletes != "invalidate")
-        throw UserError(sqlstate::kInvalidParameterValue, "hard_deletes must be 'ignore' or 'invalidate'",
+    if (o.hard_deletes != "ignore" && o.hard_deletes != "invalidate" && o.hard_deletes != "new_record")
+        throw UserError(sqlstate::kInvalidParameterValue, "hard_deletes must be 'ignore', 'invalidate' or 'new_record'",
                         "It is '" + o.hard_deletes + "'.",
-                        "'ignore' keeps the current version of a key the source lacks; 'invalidate' closes it.");
-    spec.invalidate = o.hard_deletes == "invalidate";
+                        "'ignore' keeps the current version of a key the source lacks; 'invalidate' closes it; "
+                        "'new_record' closes it and opens a version marked deleted.");
+    spec.invalidate = o.hard_deletes != "ignore";
+    if (o.hard_deletes == "new_record")
+        spec.deleted_column = deleted_column(target, src, o);
     spec.refuse_empty = spec.invalidate && !o.allow_empty;
     spec.check_nulls = !source_unique_on_key(src, o.key, target);
     spec.check_duplicates = spec.check_nulls;
@@ -227,19 +247,20 @@ std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::Snapshot
     // inserted, changed, deleted, unchanged, stale, closed, opened. A
     // version closed or opened by someone else meanwhile (not an idem
     // snapshot: those take turns) shows as a count that does not add up.
-    if (n[5] != n[1] + n[2] || n[6] != n[0] + n[1])
+    const std::int64_t markers = spec.deleted_column ? n[2] : 0;
+    if (n[5] != n[1] + n[2] || n[6] != n[0] + n[1] + markers)
         throw UserError(sqlstate::kSerializationFailure,
                         "a concurrent writer changed current versions of \"" + target.display + "\"",
                         std::to_string(n[5]) + " versions closed and " + std::to_string(n[6]) +
                             " opened, where the plan had " + std::to_string(n[1] + n[2]) + " and " +
-                            std::to_string(n[0] + n[1]) + ".",
+                            std::to_string(n[0] + n[1] + markers) + ".",
                         "Retry the transaction; write the history only through idem.snapshot.");
     n.resize(5);
     return n;
 }
 
 void record_snapshot(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
-                     const std::vector<std::int64_t>& n)
+                     const std::vector<std::int64_t>& n, bool markers)
 {
     RunRecord run;
     run.function = src.relation ? "snapshot" : "snapshot_query";
@@ -247,7 +268,7 @@ void record_snapshot(pg::SpiSession& spi, const RunClock& clock, const pg::Relat
     if (src.relation)
         run.unit = src.relation->display;
     run.counts = {{"inserted", n[0]}, {"changed", n[1]}, {"deleted", n[2]}, {"unchanged", n[3]}, {"stale", n[4]}};
-    run.rows_written = n[0] + 2 * n[1] + n[2];
+    run.rows_written = n[0] + 2 * n[1] + (markers ? 2 : 1) * n[2];
     run.changed = run.rows_written > 0;
     run.action = run.changed ? "snapshotted" : "unchanged";
     record_run(spi, clock, run);
@@ -270,7 +291,7 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
     const core::SnapshotSpec spec = plan_snapshot(spi, target, src, options);
     lock_target(target);
     const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options);
-    record_snapshot(spi, clock, target, src, n);
+    record_snapshot(spi, clock, target, src, n, spec.deleted_column.has_value());
     pg::Row row;
     for (auto v : n)
         row.push_back(std::to_string(v));
@@ -297,15 +318,16 @@ std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::st
             spi.query("SELECT " + core::join(cols) + " FROM " + target.qualified + " WHERE " + current + " GROUP BY " +
                       core::join(cols) + " HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1");
         if (!twice.rows.empty())
-            throw UserError("23505", "\"" + target.display + "\" has keys with more than one current version",
-                            "For example key (" + core::join(cols) + ")=(" + core::join([&] {
-                                std::vector<std::string> v;
-                                for (const auto& x : twice.rows[0])
-                                    v.push_back(x.value_or("NULL"));
-                                return v;
-                            }()) + ").",
-                            "Close all but one current version of each key (set " + valid_to +
-                                "), then prepare again.");
+            throw UserError(
+                "23505", "\"" + target.display + "\" has keys with more than one current version",
+                "For example key (" + core::join(cols) + ")=(" + core::join([&] {
+                    std::vector<std::string> v;
+                    for (const auto& x : twice.rows[0])
+                        v.push_back(x.value_or("NULL"));
+                    return v;
+                }()) +
+                    ").",
+                "Close all but one current version of each key (set " + valid_to + "), then prepare again.");
         spi.query("CREATE UNIQUE INDEX ON " + target.qualified + " (" + core::join(cols) + ") WHERE " + current);
         name = current_version_index(spi, target.oid, key, valid_to);
     }

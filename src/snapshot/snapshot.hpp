@@ -21,7 +21,8 @@ struct SnapshotOptions {
     std::optional<std::string> updated_at;
     std::optional<std::vector<std::string>> columns;          // check: the columns compared
     std::optional<std::vector<std::string>> exclude_columns;  // or all but these
-    std::string hard_deletes = "ignore";                      // or "invalidate"
+    std::string hard_deletes = "ignore";                      // or "invalidate", "new_record"
+    std::string deleted_column = "is_deleted";                // new_record's marker column
     std::string valid_from = "valid_from";
     std::string valid_to = "valid_to";
     pg::TypedValue as_of;  // NULL: the transaction's now()

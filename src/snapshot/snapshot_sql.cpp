@@ -63,8 +63,8 @@ std::string src_cte(const SnapshotSpec& s)
         const bool cast = is_key(s, c) || (s.updated_at && s.updated_at->name == c.name);
         cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
     }
-    return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " +
-           join(cols) + " FROM (" + s.source_sql + "\n) AS s)";
+    return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " + join(cols) +
+           " FROM (" + s.source_sql + "\n) AS s)";
 }
 
 bool finds_repeats(const SnapshotSpec& s)
@@ -124,14 +124,14 @@ std::string checks_cte(const SnapshotSpec& s)
                  "), pg_catalog.format('%s source rows have no updated_at.', st.null_updated_at), "
                  "'The timestamp strategy orders the versions of a key by updated_at: every row needs one.')\n";
     if (s.check_duplicates)
-        whens += " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
-                 "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with "
-                 "different values" +
-                 std::string(s.updated_at ? " at its largest updated_at" : "") + ".', " + key_text(s.keys, "d") +
-                 "), " +
-                 (s.updated_at ? "'Give each change of a key a larger updated_at.'"
-                               : "'Remove the duplicates, or use the timestamp strategy so that the newest row wins.'") +
-                 ") FROM dups d LIMIT 1)\n";
+        whens +=
+            " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
+            "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with "
+            "different values" +
+            std::string(s.updated_at ? " at its largest updated_at" : "") + ".', " + key_text(s.keys, "d") + "), " +
+            (s.updated_at ? "'Give each change of a key a larger updated_at.'"
+                          : "'Remove the duplicates, or use the timestamp strategy so that the newest row wins.'") +
+            ") FROM dups d LIMIT 1)\n";
     if (whens.empty())
         return "checks AS MATERIALIZED (SELECT true AS ok)";
     return "checks AS MATERIALIZED (SELECT CASE\n" + whens + " ELSE true END AS ok FROM stats st)";
@@ -157,6 +157,8 @@ std::string action_case(const SnapshotSpec& s)
 {
     const std::string same = images_equal(s.compare_columns, "d", "c");
     std::string c = "CASE WHEN c.\"idem$found\" IS NULL THEN " + std::to_string(kNew);
+    if (s.deleted_column)
+        c += " WHEN c." + *s.deleted_column + " IS TRUE THEN " + std::to_string(kChanged);
     if (s.updated_at) {
         const std::string du = "d." + s.updated_at->name;
         const std::string cu = "c." + s.updated_at->name;
@@ -184,9 +186,9 @@ std::string gone_cte(const SnapshotSpec& s)
     if (!s.invalidate)
         return "gone AS MATERIALIZED (SELECT " + key_list(s.keys, "c") + ", c." + s.valid_from + " AS " + kFrom +
                " FROM " + s.target + " c WHERE false)";
-    return "gone AS MATERIALIZED (SELECT " + key_list(s.keys, "c") + ", c." + s.valid_from + " AS " + kFrom +
-           " FROM " + s.target + " c WHERE " + current(s, "c") + " AND (SELECT ok FROM checks) AND NOT EXISTS (SELECT "
-           "FROM dedup d WHERE " +
+    const std::string marker = s.deleted_column ? " AND c." + *s.deleted_column + " IS NOT TRUE" : "";
+    return "gone AS MATERIALIZED (SELECT c.*, c." + s.valid_from + " AS " + kFrom + " FROM " + s.target + " c WHERE " +
+           current(s, "c") + marker + " AND (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM dedup d WHERE " +
            keys_match(s.keys, s.key_eq, "c", "d") + "))";
 }
 
@@ -238,10 +240,22 @@ std::string ins_cte(const SnapshotSpec& s)
         names.push_back(c.name);
         values.push_back("p." + c.name);
     }
-    return "ins AS (INSERT INTO " + s.target + " AS t (" + join(names) + ", " + s.valid_from + ", " + s.valid_to +
-           ") SELECT " + join(values) + ", " + run_at(s) + ", NULL FROM plan p WHERE p." + kAction +
-           " OPERATOR(pg_catalog.<=) " + std::to_string(kChanged) + " AND " + count_where("cls") +
-           " OPERATOR(pg_catalog.>=) 0 RETURNING 1)";
+    const std::string gate = " AND " + count_where("cls") + " OPERATOR(pg_catalog.>=) 0";
+    std::string cols = join(names) + ", " + s.valid_from + ", " + s.valid_to;
+    // Typed: in a UNION an untyped NULL would be text.
+    const std::string open_end = "CAST(NULL AS " + s.validity_type + ")";
+    std::string rows = "SELECT " + join(values) + ", " + run_at(s) + ", " + open_end +
+                       (s.deleted_column ? ", false" : "") + " FROM plan p WHERE p." + kAction +
+                       " OPERATOR(pg_catalog.<=) " + std::to_string(kChanged) + gate;
+    if (s.deleted_column) {
+        cols += ", " + *s.deleted_column;
+        std::vector<std::string> copied;
+        for (const auto& c : s.insert_columns)
+            copied.push_back("g." + c.name);
+        rows += " UNION ALL SELECT " + join(copied) + ", " + run_at(s) + ", " + open_end +
+                ", true FROM gone g WHERE true" + gate;
+    }
+    return "ins AS (INSERT INTO " + s.target + " AS t (" + cols + ") " + rows + " RETURNING 1)";
 }
 
 }  // namespace
@@ -261,10 +275,9 @@ std::string build_snapshot_sql(const SnapshotSpec& s)
     ctes.push_back(tally_cte());
     ctes.push_back(cls_cte(s));
     ctes.push_back(ins_cte(s));
-    return "WITH " + join(ctes, ",\n") +
-           "\nSELECT ta.to_insert, ta.to_change, " + count_where("gone") + ", " + count_where("dedup") +
-           " OPERATOR(pg_catalog.-) ta.kept, ta.stale, " + count_where("cls") + ", " + count_where("ins") +
-           " FROM tally ta";
+    return "WITH " + join(ctes, ",\n") + "\nSELECT ta.to_insert, ta.to_change, " + count_where("gone") + ", " +
+           count_where("dedup") + " OPERATOR(pg_catalog.-) ta.kept, ta.stale, " + count_where("cls") + ", " +
+           count_where("ins") + " FROM tally ta";
 }
 
 }  // namespace pg_idempotent::core

@@ -15,12 +15,14 @@
 //   dedup   one row per key (the largest updated_at)
 //   plan    each key against its current version: new, changed, stale;
 //           unchanged keys are left out here, so a rerun writes nothing
-//   gone    current versions whose key the source lacks (invalidate)
+//   gone    current versions whose key the source lacks (invalidate,
+//           new_record: not already marked deleted)
 //   checks2 time moves forward: every version closed began before run.at
 //   tally   the planned counts
 //   cls     closes the changed and gone versions (valid_to = run.at)
-//   ins     opens the new versions, after cls (its count gates the insert,
-//           so no new current row meets the old one in the unique index)
+//   ins     opens the new versions (and, with new_record, the deleted
+//           markers), after cls (its count gates the insert, so no new
+//           current row meets the old one in the unique index)
 // The result row: inserted, changed, deleted, unchanged, stale, closed,
 // opened, as bigints.
 #pragma once
@@ -42,13 +44,18 @@ struct SnapshotSpec {
     std::vector<AssignmentTarget> compare_columns;  // what makes a version changed (no key)
     std::string valid_from;                         // quoted column names
     std::string valid_to;
-    std::string validity_type;                      // their type, schema-qualified
+    std::string validity_type;  // their type, schema-qualified
     // The timestamp strategy: the column (quoted, in insert_columns) whose
     // larger value opens a version; its type's < and = operators.
     std::optional<AssignmentTarget> updated_at;
     std::string updated_lt;
     std::string updated_eq;
-    bool invalidate = false;    // hard_deletes => 'invalidate'
+    bool invalidate = false;  // hard_deletes => 'invalidate' or 'new_record': close a gone key's version
+    // hard_deletes => 'new_record': the boolean column (quoted) of the
+    // version that marks a key deleted; a gone key also gets one, a copy of
+    // its closed version marked true, and a key whose current version is a
+    // marker is not gone again.
+    std::optional<std::string> deleted_column;
     bool refuse_empty = false;  // invalidate without allow_empty: an empty source is 22023
     bool check_nulls = true;
     bool check_duplicates = true;  // false: the source is unique on the key
