@@ -183,3 +183,32 @@ BEGIN
   RETURN true;
 END
 $$;
+
+-- The customers' history (slowly changing dimension, type 2): every version
+-- of a customer with the interval in which it was current. The nightly
+-- snapshot keeps it; the partial unique index snapshot_prepare creates
+-- allows one current version per customer, whatever runs at once.
+CREATE TABLE shop.customers (
+  customer_id bigint PRIMARY KEY,
+  name        text NOT NULL,
+  tier        text                  -- NULL until a customer has a tier
+);
+CREATE TABLE shop.customers_history (
+  customer_id bigint NOT NULL,
+  name        text NOT NULL,
+  tier        text,
+  valid_from  timestamptz NOT NULL,
+  valid_to    timestamptz           -- NULL: the current version
+);
+SELECT idem.snapshot_prepare('shop.customers_history', '{customer_id}');
+
+-- The snapshot at the end of a day (as_of: a backfill or a rerun of that
+-- day means the same time, and versions never overlap); customers deleted
+-- from the source are closed.
+CREATE FUNCTION shop.snapshot_customers(p_day date)
+  RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
+  LANGUAGE sql
+AS $$
+  SELECT * FROM idem.snapshot('shop.customers_history', 'shop.customers', '{customer_id}',
+                              hard_deletes => 'invalidate', as_of => (p_day + 1)::timestamptz);
+$$;
