@@ -319,7 +319,7 @@ std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::st
                       core::join(cols) + " HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1");
         if (!twice.rows.empty())
             throw UserError(
-                "23505", "\"" + target.display + "\" has keys with more than one current version",
+                sqlstate::kUniqueViolation, "\"" + target.display + "\" has keys with more than one current version",
                 "For example key (" + core::join(cols) + ")=(" + core::join([&] {
                     std::vector<std::string> v;
                     for (const auto& x : twice.rows[0])

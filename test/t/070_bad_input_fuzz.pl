@@ -464,6 +464,17 @@ NULL::interval
 make_interval(secs => 1e15)
 SQL
 
+$type_pool{'timestamp with time zone'} = pool(<<'SQL');
+NULL::timestamptz
+NULL::timestamptz
+'2024-07-07 00:00+00'::timestamptz
+'2026-01-01 00:00+00'::timestamptz
+'infinity'::timestamptz
+'-infinity'::timestamptz
+'294276-12-31 23:59:59.999999+00'::timestamptz
+'4713-01-01 00:00+00 BC'::timestamptz
+SQL
+
 $type_pool{jsonb} = pool(<<'SQL');
 NULL::jsonb
 'null'::jsonb
@@ -1020,6 +1031,9 @@ my @refusals = (
 	[ q{SELECT * FROM idem.merge_query('fx_plain', 'SELECT 1 AS id, 2 AS no_such_col')}, undef, '42703', qr/no_such_col/ ],
 	[ q{SELECT * FROM idem.merge_query('fx_plain', 'SELECT * FROM fx_src WHERE false', delete_missing => true)}, undef, '22023', qr/source is empty/ ],
 	[ q{SELECT * FROM idem.merge_query('fx_plain', 'SELECT NULL::int AS id')}, undef, '23502', qr/./ ],
+	[ q{SELECT * FROM idem.snapshot('fx_plain', 'fx_src', NULL)}, undef, '22004', qr/^key must not be NULL$/ ],
+	[ q{SELECT * FROM idem.snapshot('fx_plain', 'fx_src', '{id}')}, undef, '42703', qr/valid_from/ ],
+	[ q{SELECT idem.snapshot_prepare('fx_view', '{id}')}, undef, '42809', qr/is not a table/ ],
 	[ q{SELECT idem.claim(NULL)}, undef, '22004', qr/^key must not be NULL$/ ],
 	[ q{SELECT idem.claim('')}, undef, '22023', qr/^key must not be empty$/ ],
 	[ q{SELECT idem.claim('k', wait => NULL)}, undef, '22004', qr/^wait must not be NULL$/ ],
