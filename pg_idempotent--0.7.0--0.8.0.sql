@@ -250,11 +250,12 @@ CREATE FUNCTION idem.snapshot(target regclass, source regclass,
                               valid_to text DEFAULT 'valid_to',
                               as_of timestamptz DEFAULT NULL,
                               allow_empty boolean DEFAULT false,
-                              deleted_column text DEFAULT 'is_deleted')
+                              deleted_column text DEFAULT 'is_deleted',
+                              valid_to_current text DEFAULT NULL)
   RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
   AS 'MODULE_PATHNAME', 'idem_snapshot'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text) IS
+COMMENT ON FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text) IS
   'Keeps target as the history (SCD type 2) of a source table or view on key: opens a version for every new or changed key, closes the version a change (or, with hard_deletes => ''invalidate'' or ''new_record'', a deletion) ends; a rerun writes nothing';
 
 CREATE FUNCTION idem.snapshot_query(target regclass, query text,
@@ -268,18 +269,20 @@ CREATE FUNCTION idem.snapshot_query(target regclass, query text,
                               valid_to text DEFAULT 'valid_to',
                               as_of timestamptz DEFAULT NULL,
                               allow_empty boolean DEFAULT false,
-                              deleted_column text DEFAULT 'is_deleted')
+                              deleted_column text DEFAULT 'is_deleted',
+                              valid_to_current text DEFAULT NULL)
   RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
   AS 'MODULE_PATHNAME', 'idem_snapshot_query'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text) IS
+COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text) IS
   'idem.snapshot with the source given as a query (run once, as the caller, under the caller''s search_path)';
 
-CREATE FUNCTION idem.snapshot_prepare(target regclass, key text[], valid_to text DEFAULT 'valid_to')
+CREATE FUNCTION idem.snapshot_prepare(target regclass, key text[], valid_to text DEFAULT 'valid_to',
+                                      valid_to_current text DEFAULT NULL)
   RETURNS text AS 'MODULE_PATHNAME', 'idem_snapshot_prepare'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
-COMMENT ON FUNCTION idem.snapshot_prepare(regclass, text[], text) IS
-  'Creates, once, the partial unique index that allows one current version (valid_to IS NULL) per key in a snapshot target; returns its name';
+COMMENT ON FUNCTION idem.snapshot_prepare(regclass, text[], text, text) IS
+  'Creates, once, the partial unique index that allows one current version (valid_to NULL, or valid_to_current) per key in a snapshot target; returns its name';
 
 -- ---------------------------------------------------------------------------
 -- Fencing tokens for leased keys (docs/keys.md, Fencing). A leased claim and

@@ -160,12 +160,11 @@ report "- counts of one more run: \`$(bench_psql -F ' ' <<SQL
 $sn_back_idem
 SELECT * FROM idem.snapshot('sn_idem', 'sn_src10', '{id}');
 SQL
-)\` (inserted, changed, deleted, unchanged, stale); versions: $(bench_psql -c "SELECT count(*) FROM sn_idem"); dbt's, after its run: $(bench_psql <<SQL
+)\` (inserted, changed, deleted, unchanged, stale); versions: $(bench_psql -c "SELECT count(*) FROM sn_idem"); dbt's, after its run: $(bench_psql >/dev/null <<SQL
 $sn_back_dbt
 SELECT dbt_snapshot('sn_src10');
-SELECT count(*) FROM sn_dbt;
 SQL
-)"
+bench_psql -c "SELECT count(*) FROM sn_dbt")"
 
 # 3. First load.
 report ""

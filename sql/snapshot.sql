@@ -135,6 +135,23 @@ SELECT show_error($$SELECT * FROM idem.snapshot('s_del', 's_src', '{id}', hard_d
 SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', hard_deletes => 'new_record')$$);
 SELECT show_error($$SELECT * FROM idem.snapshot_query('s_del', 'SELECT id, v, false AS is_deleted FROM s_src', '{id}', hard_deletes => 'new_record')$$);
 
+-- valid_to_current: current versions end at 'infinity' (dbt's
+-- dbt_valid_to_current), so that range queries need no NULL test; the index
+-- of one current version per key is on that value.
+CREATE TABLE s_inf (id int NOT NULL, v text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_inf', 's_src', '{id}', valid_to_current => 'infinity')$$);
+SELECT idem.snapshot_prepare('s_inf', '{id}', valid_to_current => 'infinity') AS index_name;
+SELECT idem.snapshot_prepare('s_inf', '{id}', valid_to_current => 'infinity') AS same_index_again;
+SELECT pg_get_indexdef(idem.snapshot_prepare('s_inf', '{id}', valid_to_current => 'infinity')::regclass) AS definition;
+SELECT * FROM idem.snapshot('s_inf', 's_src', '{id}', valid_to_current => 'infinity', as_of => '2024-07-01');
+SELECT * FROM idem.snapshot('s_inf', 's_src', '{id}', valid_to_current => 'infinity', as_of => '2024-07-02');
+UPDATE s_src SET v = 'a2' WHERE id = 1;
+SELECT * FROM idem.snapshot('s_inf', 's_src', '{id}', valid_to_current => 'infinity', as_of => '2024-07-03');
+SELECT id, v, valid_from, valid_to FROM s_inf ORDER BY id, valid_from;
+-- Without valid_to_current the index does not fit (NULL is not 'infinity').
+SELECT show_error($$SELECT * FROM idem.snapshot('s_inf', 's_src', '{id}')$$);
+SELECT show_error($$SELECT idem.snapshot_prepare('s_inf', '{id}', valid_to_current => 'not a time')$$);
+
 -- Bad input: a clear error with a HINT, nothing written.
 SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', '{}')$$);
 SELECT show_error($$SELECT * FROM idem.snapshot('s_hist', 's_customers', NULL)$$);
@@ -166,5 +183,5 @@ SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-2
 SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-21');
 RESET ROLE;
 DROP VIEW s_hist_v;
-DROP TABLE s_customers, s_hist, s_before, s_broken, s_region, s_events, s_feed, s_part, s_src, s_del;
+DROP TABLE s_customers, s_hist, s_before, s_broken, s_region, s_events, s_feed, s_part, s_src, s_del, s_inf;
 DROP ROLE s_etl;

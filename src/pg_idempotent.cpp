@@ -329,7 +329,7 @@ Datum idem_append_query(PG_FUNCTION_ARGS)
 
 // snapshot(target, source | query, key, strategy, updated_at, columns,
 // exclude_columns, hard_deletes, valid_from, valid_to, as_of, allow_empty,
-// deleted_column)
+// deleted_column, valid_to_current)
 static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
 {
     pg_idempotent::SnapshotOptions o;
@@ -351,6 +351,7 @@ static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
     o.allow_empty = *pg::arg_bool(fcinfo, 11);
     pg::require_arg(fcinfo, 12, "deleted_column");
     o.deleted_column = *pg::arg_text(fcinfo, 12);
+    o.valid_to_current = pg::arg_text(fcinfo, 13);
     return o;
 }
 
@@ -378,8 +379,9 @@ Datum idem_snapshot_prepare(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "target");
         pg::require_arg(fcinfo, 1, "key");
         pg::require_arg(fcinfo, 2, "valid_to");
-        return pg::text_result(pg_idempotent::snapshot_prepare(
-            *pg::arg_oid(fcinfo, 0), *pg::arg_text_array(fcinfo, 1, "key"), *pg::arg_text(fcinfo, 2)));
+        return pg::text_result(pg_idempotent::snapshot_prepare(*pg::arg_oid(fcinfo, 0),
+                                                               *pg::arg_text_array(fcinfo, 1, "key"),
+                                                               *pg::arg_text(fcinfo, 2), pg::arg_text(fcinfo, 3)));
     });
 }
 

@@ -40,11 +40,49 @@ void require_key(const std::vector<std::string>& key)
                         "Pass key => ARRAY['customer_id'], the business key of the rows the history keeps.");
 }
 
+// What marks a current version: valid_to IS NULL, or valid_to = a value
+// (valid_to_current, as the validity column's type).
+struct CurrentMark {
+    const pg::Column* valid_to;
+    std::optional<std::string> value;
+};
+
+CurrentMark current_mark(const pg::Relation& target, const std::string& valid_to,
+                         const std::optional<std::string>& value)
+{
+    require_target_column(target, valid_to, "valid_to");
+    return {find_column(target.columns, valid_to), value};
+}
+
+// The predicate of the index, as SQL to create it.
+std::string current_predicate(const CurrentMark& m)
+{
+    const std::string vt = pg::quote_ident(m.valid_to->name);
+    if (!m.value)
+        return vt + " IS NULL";
+    return vt + " OPERATOR(pg_catalog.=) CAST(" + pg::quote_literal(*m.value) + " AS " + m.valid_to->qualified_type +
+           ")";
+}
+
+// The same predicate as pg_get_expr shows it (in this session's DateStyle
+// and TimeZone, as the value's text is), to recognise the index.
+std::string shown_predicate(pg::SpiSession& spi, const CurrentMark& m)
+{
+    const std::string vt = pg::quote_ident(m.valid_to->name);
+    if (!m.value)
+        return "(" + vt + " IS NULL)";
+    const pg::QueryResult r = spi.query(
+        "SELECT pg_catalog.quote_literal(CAST($1::pg_catalog.text AS " + m.valid_to->qualified_type +
+            ")::pg_catalog.text) OPERATOR(pg_catalog.||) '::' OPERATOR(pg_catalog.||) pg_catalog.format_type($2, NULL)",
+        {pg::Param::of_text(*m.value), pg::Param::of_oid(m.valid_to->type_oid)});
+    return "(" + vt + " = " + r.rows.at(0).at(0).value_or("") + ")";
+}
+
 // The index that allows one current version per key, by name; nullopt when
 // the target has none (a valid, immediate unique index on exactly the key
-// columns, without expressions, whose predicate is valid_to IS NULL).
+// columns, without expressions, whose predicate is the current mark).
 std::optional<std::string> current_version_index(pg::SpiSession& spi, std::uint32_t target,
-                                                 std::vector<std::string> key, const std::string& valid_to)
+                                                 std::vector<std::string> key, const CurrentMark& mark)
 {
     std::sort(key.begin(), key.end());
     const pg::QueryResult r = spi.query(
@@ -56,8 +94,7 @@ std::optional<std::string> current_version_index(pg::SpiSession& spi, std::uint3
         "  AND a.attnum OPERATOR(pg_catalog.=) k.attnum WHERE k.n OPERATOR(pg_catalog.<=) i.indnkeyatts ORDER BY 1)"
         "  OPERATOR(pg_catalog.=) $2::pg_catalog.text[]"
         " AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) OPERATOR(pg_catalog.=) $3 ORDER BY 1 LIMIT 1",
-        {pg::Param::of_oid(target), pg::Param::of_text_array(key),
-         pg::Param::of_text("(" + pg::quote_ident(valid_to) + " IS NULL)")});
+        {pg::Param::of_oid(target), pg::Param::of_text_array(key), pg::Param::of_text(shown_predicate(spi, mark))});
     if (r.rows.empty())
         return std::nullopt;
     return r.rows[0][0];
@@ -212,12 +249,15 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
     if (spec.check_duplicates)
         spec.hash_keys = keys_hashable(target, o.key);
     spec.stable_source = src.stable();
-    if (!current_version_index(spi, target.oid, o.key, o.valid_to))
+    spec.current_value = o.valid_to_current.has_value();
+    if (!current_version_index(spi, target.oid, o.key, current_mark(target, o.valid_to, o.valid_to_current)))
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                         "\"" + target.display + "\" has no unique index allowing one current version per key",
                         "Without it two runs at once could leave a key with two current versions.",
                         "Create it once: SELECT idem.snapshot_prepare(" + pg::quote_literal(target.display) +
                             ", ARRAY[" + key_literals(o.key) + "], valid_to => " + pg::quote_literal(o.valid_to) +
+                            (o.valid_to_current ? ", valid_to_current => " + pg::quote_literal(*o.valid_to_current)
+                                                : std::string()) +
                             ");");
     return spec;
 }
@@ -238,8 +278,10 @@ std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::Snapshot
     pg::QueryResult r;
     // Without JIT: merge.cpp says why.
     pg::with_settings({{"jit", "off"}}, [&] {
-        r = spi.query(core::build_snapshot_sql(spec), {pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of)},
-                      true);
+        r = spi.query(
+            core::build_snapshot_sql(spec),
+            {pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of), pg::Param::of_text(o.valid_to_current)},
+            true);
     });
     std::vector<std::int64_t> n;
     for (const auto& v : r.rows.at(0))
@@ -299,7 +341,8 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
     spi.finish();
 }
 
-std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::string>& key, const std::string& valid_to)
+std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::string>& key, const std::string& valid_to,
+                             const std::optional<std::string>& valid_to_current)
 {
     pg::SpiSession spi;
     require_key(key);
@@ -309,27 +352,25 @@ std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::st
         require_target_column(target, k, "key");
         cols.push_back(pg::quote_ident(k));
     }
-    require_target_column(target, valid_to, "valid_to");
+    const CurrentMark mark = current_mark(target, valid_to, valid_to_current);
     pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
-    std::optional<std::string> name = current_version_index(spi, target.oid, key, valid_to);
+    std::optional<std::string> name = current_version_index(spi, target.oid, key, mark);
     if (!name) {
-        const std::string current = pg::quote_ident(valid_to) + " IS NULL";
+        const std::string current = current_predicate(mark);
         const pg::QueryResult twice =
             spi.query("SELECT " + core::join(cols) + " FROM " + target.qualified + " WHERE " + current + " GROUP BY " +
                       core::join(cols) + " HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1");
-        if (!twice.rows.empty())
+        if (!twice.rows.empty()) {
+            std::vector<std::string> values;
+            for (const auto& x : twice.rows[0])
+                values.push_back(x.value_or("NULL"));
             throw UserError(
                 sqlstate::kUniqueViolation, "\"" + target.display + "\" has keys with more than one current version",
-                "For example key (" + core::join(cols) + ")=(" + core::join([&] {
-                    std::vector<std::string> v;
-                    for (const auto& x : twice.rows[0])
-                        v.push_back(x.value_or("NULL"));
-                    return v;
-                }()) +
-                    ").",
+                "For example key (" + core::join(cols) + ")=(" + core::join(values) + ").",
                 "Close all but one current version of each key (set " + valid_to + "), then prepare again.");
+        }
         spi.query("CREATE UNIQUE INDEX ON " + target.qualified + " (" + core::join(cols) + ") WHERE " + current);
-        name = current_version_index(spi, target.oid, key, valid_to);
+        name = current_version_index(spi, target.oid, key, mark);
     }
     spi.finish();
     return name.value_or("");

@@ -25,7 +25,8 @@ struct SnapshotOptions {
     std::string deleted_column = "is_deleted";                // new_record's marker column
     std::string valid_from = "valid_from";
     std::string valid_to = "valid_to";
-    pg::TypedValue as_of;  // NULL: the transaction's now()
+    std::optional<std::string> valid_to_current;  // NULL: current versions have valid_to NULL
+    pg::TypedValue as_of;                         // NULL: the transaction's now()
     bool allow_empty = false;
 };
 
@@ -34,6 +35,7 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target, const BatchSource&
 
 // The partial unique index that allows one current version per key: created
 // once, its name returned (also when it was there).
-std::string snapshot_prepare(std::uint32_t target, const std::vector<std::string>& key, const std::string& valid_to);
+std::string snapshot_prepare(std::uint32_t target, const std::vector<std::string>& key, const std::string& valid_to,
+                             const std::optional<std::string>& valid_to_current);
 
 }  // namespace pg_idempotent

@@ -38,8 +38,17 @@ std::vector<AssignmentTarget> data_columns(const SnapshotSpec& s)
     return data;
 }
 
+// valid_to of a current version: NULL, or valid_to_current ($3).
+std::string open_end(const SnapshotSpec& s)
+{
+    return s.current_value ? "CAST($3::pg_catalog.text AS " + s.validity_type + ")"
+                           : "CAST(NULL AS " + s.validity_type + ")";
+}
+
 std::string current(const SnapshotSpec& s, const std::string& alias)
 {
+    if (s.current_value)
+        return alias + "." + s.valid_to + " " + kEq + " " + open_end(s);
     return alias + "." + s.valid_to + " IS NULL";
 }
 
@@ -243,8 +252,7 @@ std::string ins_cte(const SnapshotSpec& s)
     const std::string gate = " AND " + count_where("cls") + " OPERATOR(pg_catalog.>=) 0";
     std::string cols = join(names) + ", " + s.valid_from + ", " + s.valid_to;
     // Typed: in a UNION an untyped NULL would be text.
-    const std::string open_end = "CAST(NULL AS " + s.validity_type + ")";
-    std::string rows = "SELECT " + join(values) + ", " + run_at(s) + ", " + open_end +
+    std::string rows = "SELECT " + join(values) + ", " + run_at(s) + ", " + open_end(s) +
                        (s.deleted_column ? ", false" : "") + " FROM plan p WHERE p." + kAction +
                        " OPERATOR(pg_catalog.<=) " + std::to_string(kChanged) + gate;
     if (s.deleted_column) {
@@ -252,7 +260,7 @@ std::string ins_cte(const SnapshotSpec& s)
         std::vector<std::string> copied;
         for (const auto& c : s.insert_columns)
             copied.push_back("g." + c.name);
-        rows += " UNION ALL SELECT " + join(copied) + ", " + run_at(s) + ", " + open_end +
+        rows += " UNION ALL SELECT " + join(copied) + ", " + run_at(s) + ", " + open_end(s) +
                 ", true FROM gone g WHERE true" + gate;
     }
     return "ins AS (INSERT INTO " + s.target + " AS t (" + cols + ") " + rows + " RETURNING 1)";

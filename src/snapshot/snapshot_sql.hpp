@@ -45,6 +45,10 @@ struct SnapshotSpec {
     std::string valid_from;                         // quoted column names
     std::string valid_to;
     std::string validity_type;  // their type, schema-qualified
+    // valid_to_current: current versions hold $3 (text, cast to the
+    // validity type: 'infinity', as dbt's dbt_valid_to_current) in
+    // valid_to instead of NULL.
+    bool current_value = false;
     // The timestamp strategy: the column (quoted, in insert_columns) whose
     // larger value opens a version; its type's < and = operators.
     std::optional<AssignmentTarget> updated_at;
@@ -63,7 +67,8 @@ struct SnapshotSpec {
     bool hash_keys = false;        // as merge's: repeated keys found from their hashes
 };
 
-// $1 is the target's OID (regclass, for messages), $2 as_of (timestamptz or NULL).
+// $1 is the target's OID (regclass, for messages), $2 as_of (timestamptz or
+// NULL), $3 valid_to_current (text or NULL).
 std::string build_snapshot_sql(const SnapshotSpec& spec);
 
 }  // namespace pg_idempotent::core
