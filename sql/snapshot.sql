@@ -113,6 +113,12 @@ SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', 
 UPDATE s_customers SET tier = 'platinum' WHERE id = 1;
 SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-02');
 SELECT * FROM idem.snapshot_query('s_part', 'SELECT id, tier FROM s_customers', '{id}', as_of => '2024-07-03');
+-- A history partitioned by time cannot have a unique index on the key
+-- alone: refused with the reason and what to do instead.
+CREATE TABLE s_by_time (id int NOT NULL, tier text, valid_from timestamptz NOT NULL, valid_to timestamptz)
+  PARTITION BY RANGE (valid_from);
+SELECT show_error($$SELECT idem.snapshot_prepare('s_by_time', '{id}')$$);
+DROP TABLE s_by_time;
 
 -- hard_deletes => 'new_record': a gone key's version is closed and a copy
 -- marked deleted opens; the rerun writes nothing (the marker is current);

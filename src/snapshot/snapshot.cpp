@@ -341,6 +341,30 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
     spi.finish();
 }
 
+// A unique index on a partitioned table must contain the partition key: a
+// history partitioned by time cannot have one on the key alone.
+void require_key_holds_partition_key(pg::SpiSession& spi, const pg::Relation& target,
+                                     const std::vector<std::string>& key)
+{
+    if (target.kind != 'p')
+        return;
+    const pg::QueryResult r = spi.query(
+        "SELECT a.attname::pg_catalog.text FROM pg_catalog.pg_partitioned_table p"
+        " CROSS JOIN pg_catalog.unnest(p.partattrs::pg_catalog.int2[]) AS k(attnum)"
+        " JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) p.partrelid"
+        "  AND a.attnum OPERATOR(pg_catalog.=) k.attnum"
+        " WHERE p.partrelid OPERATOR(pg_catalog.=) $1 AND NOT (a.attname::pg_catalog.text OPERATOR(pg_catalog.=) ANY "
+        "($2::pg_catalog.text[])) ORDER BY 1",
+        {pg::Param::of_oid(target.oid), pg::Param::of_text_array(key)});
+    if (!r.rows.empty())
+        throw UserError(sqlstate::kFeatureNotSupported,
+                        "\"" + target.display + "\" is partitioned on \"" + r.rows[0][0].value_or("") +
+                            "\", which is not in the key",
+                        "A unique index on a partitioned table must contain its partition key, so one current "
+                        "version per key cannot be enforced across partitions.",
+                        "Partition the history by the key (PARTITION BY HASH (key)), or keep it in one table.");
+}
+
 std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::string>& key, const std::string& valid_to,
                              const std::optional<std::string>& valid_to_current)
 {
@@ -353,6 +377,7 @@ std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::st
         cols.push_back(pg::quote_ident(k));
     }
     const CurrentMark mark = current_mark(target, valid_to, valid_to_current);
+    require_key_holds_partition_key(spi, target, key);
     pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
     std::optional<std::string> name = current_version_index(spi, target.oid, key, mark);
     if (!name) {
