@@ -178,12 +178,58 @@ first_dbt=${BENCH_MEDIAN[dbt]}
 first_idem=${BENCH_MEDIAN[snapshot]}
 bench_tsv snapshot "first load" "$snapshot_n" "$first_idem" "$first_dbt" "idem.snapshot" "dbt's first run (INSERT ... SELECT)"
 
+# Memory: a fresh backend per measurement, a history of each size of
+# BENCH_SIZES, a replay and a run with 10% changed. The statement's
+# hashes, sorts and materialized steps are bounded by work_mem and spill
+# beyond it, so its private memory must not grow with the table.
+say "snapshot: backend memory at every size"
+report ""
+report "### Backend memory"
+report ""
+report "| run | keys | RssAnon before | peak RssAnon while running | growth |"
+report "|---|---:|---:|---:|---:|"
+declare -A snap_growth=()
+for n in "${BENCH_SIZE_LIST[@]}"; do
+    bench_psql >/dev/null <<SQL
+DROP TABLE IF EXISTS sn_m_src, sn_m_hist;
+CREATE TABLE sn_m_src (LIKE sn_src INCLUDING ALL) WITH (autovacuum_enabled = off);
+INSERT INTO sn_m_src SELECT * FROM sn_src WHERE id <= $n;
+CREATE TABLE sn_m_hist (LIKE sn_idem) WITH (autovacuum_enabled = off);
+SELECT idem.snapshot_prepare('sn_m_hist', '{id}');
+SELECT * FROM idem.snapshot('sn_m_hist', 'sn_m_src', '{id}', as_of => '2026-01-01 00:00+00');
+VACUUM ANALYZE sn_m_src;
+VACUUM ANALYZE sn_m_hist;
+SQL
+    for run in replay changed; do
+        if [ "$run" = changed ]; then
+            bench_psql >/dev/null -c "UPDATE sn_m_src SET c1 = c1 + 1 WHERE id % 10 = 0; VACUUM ANALYZE sn_m_src;"
+        fi
+        read -r base peak _ < <(bench_peak_memory "SELECT * FROM idem.snapshot('sn_m_hist', 'sn_m_src', '{id}')")
+        snap_growth[$run.$n]=$((peak - base))
+        report "| $run | $(bench_rows "$n") | $base kB | $peak kB | $((peak - base)) kB |"
+    done
+done
+bench_psql >/dev/null -c "DROP TABLE sn_m_src, sn_m_hist"
+report ""
+report "RssAnon (private memory) sampled every ~5 ms from /proc/PID/status of the backend (bench_peak_memory); work_mem = $(bench_psql -c 'SHOW work_mem')."
+
 report ""
 report "### Goals, $snapshot_rows keys"
 bench_goal_begin
 bench_goal "1. replay: idem.snapshot / dbt's snapshot SQL" "$(bench_ratio "$replay_idem" "$replay_dbt")" "<=" 1.10 x
 bench_goal "2. 10% changed: idem.snapshot / dbt's snapshot SQL" "$(bench_ratio "$pct_idem" "$pct_dbt")" "<=" 1.15 x
 bench_goal "3. first load: idem.snapshot / dbt's first run" "$(bench_ratio "$first_idem" "$first_dbt")" "<=" 1.15 x
+# Flat: the largest size may use at most 25% and 2 MB (page-granular
+# noise) more private memory than a size ten times smaller.
+for run in replay changed; do
+    if [ ${#BENCH_SIZE_LIST[@]} -ge 2 ]; then
+        smaller=${BENCH_SIZE_LIST[-2]}
+        small=${snap_growth[$run.$smaller]}
+        large=${snap_growth[$run.$BENCH_SIZE_MAX]}
+        bench_goal "memory, $run: growth at $snapshot_rows keys ($(bench_rows "$smaller") keys: $small kB)" "$large" "<=" \
+            "$((small + small / 4 + 2048))" " kB"
+    fi
+done
 
 bench_psql >/dev/null <<'SQL'
 DROP TABLE sn_src, sn_src10, sn_idem, sn_dbt;
