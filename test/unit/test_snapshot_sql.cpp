@@ -106,7 +106,7 @@ TEST(SnapshotSql, HardDeletes)
     EXPECT_FALSE(has(build_snapshot_sql(s), ", true FROM gone g"));  // no marker without new_record
     s.deleted_column = "is_deleted";
     const std::string sql = build_snapshot_sql(s);
-    EXPECT_TRUE(has(sql, "c.is_deleted IS NOT TRUE"));  // a marker is not gone again
+    EXPECT_TRUE(has(sql, "c.is_deleted IS NOT TRUE"));          // a marker is not gone again
     EXPECT_TRUE(has(sql, "WHEN c.is_deleted IS TRUE THEN 2"));  // a key back after its marker
     EXPECT_TRUE(has(sql, "UNION ALL SELECT g.id, g.tier"));
 }
