@@ -191,6 +191,7 @@ report "|---|---:|---:|---:|---:|"
 declare -A snap_growth=()
 for n in "${BENCH_SIZE_LIST[@]}"; do
     bench_psql >/dev/null <<SQL
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS sn_m_src, sn_m_hist;
 CREATE TABLE sn_m_src (LIKE sn_src INCLUDING ALL) WITH (autovacuum_enabled = off);
 INSERT INTO sn_m_src SELECT * FROM sn_src WHERE id <= $n;
@@ -202,7 +203,10 @@ VACUUM ANALYZE sn_m_hist;
 SQL
     for run in replay changed; do
         if [ "$run" = changed ]; then
-            bench_psql >/dev/null -c "UPDATE sn_m_src SET c1 = c1 + 1 WHERE id % 10 = 0; VACUUM ANALYZE sn_m_src;"
+            bench_psql >/dev/null <<'SQL'
+UPDATE sn_m_src SET c1 = c1 + 1 WHERE id % 10 = 0;
+VACUUM ANALYZE sn_m_src;
+SQL
         fi
         read -r base peak _ < <(bench_peak_memory "SELECT * FROM idem.snapshot('sn_m_hist', 'sn_m_src', '{id}')")
         snap_growth[$run.$n]=$((peak - base))

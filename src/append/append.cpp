@@ -25,11 +25,7 @@ namespace sqlstate = pg::sqlstate;
 
 pg::Relation describe_target(std::uint32_t target_oid)
 {
-    pg::Relation target = pg::describe_relation(target_oid);
-    if (target.kind != 'r' && target.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
-                        "idem.append writes into a table or a partitioned table.");
-    return target;
+    return describe_table_target(target_oid, "idem.append writes into a table or a partitioned table.");
 }
 
 bool keep_first(const AppendOptions& options)

@@ -70,10 +70,7 @@ std::string stats_cte(const AppendSpec& s)
 // column are the same event).
 std::string tops_cte(const AppendSpec& s)
 {
-    const std::string k = key_list(s.keys, "src");
-    const std::string only = finds_repeats(s) ? " WHERE " + repeat_candidates(s.keys) : "";
-    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.count(*) AS \"idem$n\" FROM src" + only + " GROUP BY " +
-           k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
+    return repeated_keys_cte(s.keys, finds_repeats(s));
 }
 
 std::string dups_cte(const AppendSpec& s)

@@ -32,6 +32,14 @@ void require_target_column(const pg::Relation& target, const std::string& column
                         "It was named in " + named_in + ".", "Column names are matched exactly, case included.");
 }
 
+pg::Relation describe_table_target(std::uint32_t oid, const std::string& why)
+{
+    pg::Relation target = pg::describe_relation(oid);
+    if (target.kind != 'r' && target.kind != 'p')
+        throw pg::UserError(pg::sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table", why);
+    return target;
+}
+
 SourceShape describe_source(const BatchSource& source, const std::string& function)
 {
     SourceShape shape;

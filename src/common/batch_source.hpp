@@ -29,6 +29,10 @@ struct SourceShape {
     bool stable() const;
 };
 
+// The target of a bulk write: 42809 "<t> is not a table" unless it is a
+// table or a partitioned table, with why as the HINT.
+pg::Relation describe_table_target(std::uint32_t oid, const std::string& why);
+
 // 42809 for a source that is not a table, view, materialized view or foreign
 // table; 42701 for two columns of one name. function names the caller in
 // messages ("idem.merge").

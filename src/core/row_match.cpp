@@ -93,4 +93,12 @@ std::string repeat_candidates(const std::vector<AssignmentTarget>& keys)
            key_list(keys, "src") + ")";
 }
 
+std::string repeated_keys_cte(const std::vector<AssignmentTarget>& keys, bool from_hashes)
+{
+    const std::string k = key_list(keys, "src");
+    const std::string only = from_hashes ? " WHERE " + repeat_candidates(keys) : "";
+    return "tops AS MATERIALIZED (SELECT " + k + ", pg_catalog.count(*) AS \"idem$n\" FROM src" + only + " GROUP BY " +
+           k + " HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1)";
+}
+
 }  // namespace pg_idempotent::core

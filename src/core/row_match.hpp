@@ -43,6 +43,11 @@ std::string null_key_checks(const std::vector<AssignmentTarget>& keys);
 // idem._repeat_hashes over the key columns of src, AS "idem$repeats".
 std::string repeat_hashes_column(const std::vector<AssignmentTarget>& keys);
 
+// tops, for append's and snapshot's statements: the keys with more than one
+// row of src (usually none), AS MATERIALIZED; with from_hashes, only the
+// rows whose key hash repeats (repeat_candidates).
+std::string repeated_keys_cte(const std::vector<AssignmentTarget>& keys, bool from_hashes);
+
 // The WHERE of tops when stats holds the repeated key hashes (column
 // "idem$repeats" of "stats", idem._repeat_hashes over the key columns): only
 // the rows of those keys (idem._key_repeats: the key's hash among them, no

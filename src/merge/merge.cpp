@@ -69,12 +69,7 @@ void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation
 // The target: a table or a partitioned table.
 pg::Relation describe_target(std::uint32_t target_oid)
 {
-    pg::Relation target = pg::describe_relation(target_oid);
-    if (target.kind != 'r' && target.kind != 'p') {
-        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table",
-                        "idem.merge writes into a table or a partitioned table.");
-    }
-    return target;
+    return describe_table_target(target_oid, "idem.merge writes into a table or a partitioned table.");
 }
 
 void check_version_column(const std::string& v, const SourceShape& src, const pg::Relation& target,
