@@ -17,6 +17,13 @@ SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-0
 SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}');
 SELECT (SELECT count(*) FROM s_hist) AS versions,
        (SELECT count(*) FROM s_hist h JOIN s_before b ON b.c = h.ctid AND b.x = h.xmin::text) AS untouched;
+-- With the run history at 'changes' (or off), the rerun's transaction writes
+-- no row and locks none: it never gets a transaction id.
+BEGIN;
+SET LOCAL idem.history = changes;
+SELECT * FROM idem.snapshot('s_hist', 's_customers', '{id}', as_of => '2024-07-02');
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_transaction_id;
+COMMIT;
 
 -- dbt-core#11235: a check column that goes from NULL to a value (and back)
 -- is one change each time, never two rows; the rerun writes nothing.
