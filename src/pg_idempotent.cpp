@@ -547,12 +547,33 @@ Datum idem_watermark_typed(PG_FUNCTION_ARGS)
     });
 }
 
+// lock_job(job, nowait, wait): 0.8.0 names the argument wait, as claim and
+// claim_lease do; nowait (0.1.0 to 0.7.0, and positional calls) still works
+// for this release, with a NOTICE. Before ALTER EXTENSION UPDATE the SQL
+// object is lock_job(job, nowait) and passes two arguments.
+static bool lock_job_waits(FunctionCallInfo fcinfo)
+{
+    if (PG_NARGS() < 3) {
+        pg::require_arg(fcinfo, 1, "nowait");
+        return !*pg::arg_bool(fcinfo, 1);
+    }
+    const std::optional<bool> nowait = pg::arg_bool(fcinfo, 1);
+    const std::optional<bool> wait = pg::arg_bool(fcinfo, 2);
+    if (nowait && wait && *nowait == *wait)
+        throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "wait and nowait contradict each other", {},
+                            "Pass only wait: nowait is deprecated.");
+    if (nowait)
+        pg::notice("idem.lock_job's argument nowait is deprecated and goes in the next release",
+                   std::string("Pass wait => ") + (*nowait ? "false" : "true") + " instead.");
+    return wait.value_or(nowait ? !*nowait : true);
+}
+
 Datum idem_lock_job(PG_FUNCTION_ARGS)
 {
     return nullable_entry(fcinfo, [&]() -> std::optional<Datum> {
         pg::require_arg(fcinfo, 0, "job");
-        pg::require_arg(fcinfo, 1, "nowait");
-        auto w = pg_idempotent::lock_job(*pg::arg_text(fcinfo, 0), *pg::arg_bool(fcinfo, 1));
+        const bool wait = lock_job_waits(fcinfo);
+        auto w = pg_idempotent::lock_job(*pg::arg_text(fcinfo, 0), !wait);
         if (!w)
             return std::nullopt;
         return pg::text_result(*w);
@@ -691,7 +712,8 @@ Datum idem_purge_tombstones(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         if (PG_ARGISNULL(0) || PG_ARGISNULL(1))  // the message 0.6.0 gave
-            throw pg::UserError(pg::sqlstate::kNullValueNotAllowed, "target and older_than must not be NULL");
+            throw pg::UserError(pg::sqlstate::kNullValueNotAllowed, "target and older_than must not be NULL", {},
+                                "Pass the merge target and an age, for example interval '30 days'.");
         return Int64GetDatum(
             pg_idempotent::purge_tombstones(*pg::arg_oid(fcinfo, 0), *pg::arg_interval_text(fcinfo, 1)));
     });

@@ -81,7 +81,8 @@ core::AssignmentTarget window_column(pg::SpiSession& spi, const pg::Relation& ta
             return c;
     throw UserError(sqlstate::kUndefinedColumn,
                     "partition key column \"" + *r.rows[0][0] + "\" is missing from the source",
-                    "within reads the target around the batch's own values of it.");
+                    "within reads the target around the batch's own values of it.",
+                    "Select the partition key column in the batch, or leave out within.");
 }
 
 core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, const SourceShape& src,
@@ -267,7 +268,9 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
                                                      "Pass key => ARRAY['event_id'] naming the event's own id.");
     for (const auto& k : key)
         if (find_column(src.columns, k) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+            throw UserError(
+                sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source", {},
+                "Select every key column in the source, or name in key the columns that identify an event.");
     const CitusTable citus = citus_table(spi, target_oid);
     check_citus_write(spi, citus, target.display, key, "idem.append", false);
     core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);

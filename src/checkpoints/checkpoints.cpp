@@ -27,7 +27,8 @@ struct JobRow {
 void require_job(const std::string& job)
 {
     if (job.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, "job must not be empty");
+        throw UserError(sqlstate::kInvalidParameterValue, "job must not be empty", {},
+                        "Name the job, for example 'nightly_orders'.");
 }
 
 // The value as the job keeps it (pg::trusted_state_type: a domain as its
@@ -35,7 +36,8 @@ void require_job(const std::string& job)
 TypedValue require_value(TypedValue v, const char* what)
 {
     if (v.is_null)
-        throw UserError(sqlstate::kNullValueNotAllowed, std::string(what) + " must not be NULL");
+        throw UserError(sqlstate::kNullValueNotAllowed, std::string(what) + " must not be NULL", {},
+                        "Pass a value of the job's watermark type, for example '2024-07-07'::date.");
     v.type = pg::trusted_state_type(v.type);
     if (!pg::type_is_ordered(v.type))
         throw UserError(
@@ -91,7 +93,7 @@ JobRow load_job(pg::SpiSession& spi, const std::string& job, bool lock, bool now
                 throw;
             throw UserError(sqlstate::kLockNotAvailable, "job \"" + job + "\" is locked by another runner",
                             "Another transaction holds the job (lock_job, advance or run_once).",
-                            "Retry later, or call idem.lock_job with nowait => false to wait.");
+                            "Retry later, or call idem.lock_job with wait => true to wait.");
         }
     });
     return row;
@@ -256,7 +258,8 @@ void mark_window(const std::string& job, const TypedValue& lo_given, const Typed
     const TypedValue lo = require_value(lo_given, "lo");
     const TypedValue hi = require_value(hi_given, "hi");
     if (pg::compare_values(lo, hi) >= 0)
-        throw UserError(sqlstate::kInvalidParameterValue, "a window needs lo < hi", "Windows are half-open: [lo, hi).");
+        throw UserError(sqlstate::kInvalidParameterValue, "a window needs lo < hi", "Windows are half-open: [lo, hi).",
+                        "Pass lo before hi, for example '2024-07-07'::date and '2024-07-08'::date.");
     pg::SpiSession spi;
     check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, true);
@@ -332,11 +335,13 @@ std::string interval_series_sql(std::uint32_t type, const std::string& base)
 std::string numeric_series_sql(const TypedValue& from, const TypedValue& step, const std::string& type_name)
 {
     if (step.type != from.type)
-        throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values");
+        throw UserError(sqlstate::kDatatypeMismatch, "step must have the type of the values", {},
+                        "Cast the step to the type of from_value and to_value; dates and timestamps take an interval.");
     const pg::TypeKind kind = pg::type_kind(from.type);
     if (kind != pg::TypeKind::kInteger && kind != pg::TypeKind::kBigint && kind != pg::TypeKind::kNumeric)
         throw UserError(sqlstate::kUndefinedFunction,
-                        "a numeric step needs integer, bigint or numeric values, not " + type_name);
+                        "a numeric step needs integer, bigint or numeric values, not " + type_name, {},
+                        "Give dates and timestamps an interval step, other values integer, bigint or numeric bounds.");
     return "SELECT g::pg_catalog.text, LEAST(g OPERATOR(pg_catalog.+) $3, $2)::pg_catalog.text"
            " FROM (SELECT pg_catalog.generate_series($1, $2, $3) AS g) AS s"
            " WHERE g OPERATOR(pg_catalog.<) $2 LIMIT 100001";
@@ -347,7 +352,8 @@ void require_positive_step(pg::SpiSession& spi, const TypedValue& step)
     auto positive = spi.query("SELECT ($1 OPERATOR(pg_catalog.>) ($1 OPERATOR(pg_catalog.-) $1))::pg_catalog.text",
                               {Param::of_value(step)});
     if (positive.rows.at(0).at(0) != std::optional<std::string>("true"))
-        throw UserError(sqlstate::kInvalidParameterValue, "step must be positive");
+        throw UserError(sqlstate::kInvalidParameterValue, "step must be positive", {},
+                        "Pass a step greater than zero: the width of one window.");
 }
 
 // 'infinity' plus a step is 'infinity' again: the series from or to an
@@ -361,7 +367,8 @@ void require_finite_range(pg::SpiSession& spi, const std::string& base, const Ty
         {Param::of_value(from), Param::of_value(to)});
     if (finite.rows.at(0).at(0) != std::optional<std::string>("true"))
         throw UserError(sqlstate::kInvalidParameterValue, "from_value and to_value must be finite",
-                        "Windows are listed between two finite " + type_name + " values.");
+                        "Windows are listed between two finite " + type_name + " values.",
+                        "Pass finite bounds instead of 'infinity'.");
 }
 
 pg::QueryResult candidate_windows(pg::SpiSession& spi, const std::string& series, const TypedValue& from,
@@ -472,7 +479,8 @@ void gaps(const pg::ResultSet& out, const std::string& job, const TypedValue& fr
     const TypedValue from = require_value(from_given, "from_value");
     const TypedValue to = require_value(to_given, "to_value");
     if (step.is_null)
-        throw UserError(sqlstate::kNullValueNotAllowed, "step must not be NULL");
+        throw UserError(sqlstate::kNullValueNotAllowed, "step must not be NULL", {},
+                        "Pass the width of one window as step, for example interval '1 day'.");
     pg::SpiSession spi;
     check_scope_usage(spi, ScopeKind::kCheckpoints, job);
     const JobRow row = load_job(spi, job, false);

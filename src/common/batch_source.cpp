@@ -36,7 +36,8 @@ pg::Relation describe_table_target(std::uint32_t oid, const std::string& why)
 {
     pg::Relation target = pg::describe_relation(oid);
     if (target.kind != 'r' && target.kind != 'p')
-        throw pg::UserError(pg::sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table", why);
+        throw pg::UserError(pg::sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table", why,
+                            "Write into a table or a partitioned table; a view can be its source, not its target.");
     return target;
 }
 
@@ -48,7 +49,8 @@ SourceShape describe_source(const BatchSource& source, const std::string& functi
         const pg::Relation& rel = *shape.relation;
         if (std::string("rpvmf").find(rel.kind) == std::string::npos)
             throw UserError(sqlstate::kWrongObjectType, "\"" + rel.display + "\" is not a table or view",
-                            "The source of " + function + " is a table, view, materialized view or foreign table.");
+                            "The source of " + function + " is a table, view, materialized view or foreign table.",
+                            "Pass a table or view as the source, or use the _query form of the function with a query.");
         shape.columns = rel.columns;
         std::vector<std::string> quoted;
         for (const auto& c : shape.columns)
@@ -79,11 +81,13 @@ std::vector<std::string> resolve_key(const pg::Relation& target, const std::opti
                         function + " matches rows on a key: the primary key by default.", hint);
     }
     if (key->empty())
-        throw UserError(sqlstate::kInvalidParameterValue, "key must name at least one column");
+        throw UserError(sqlstate::kInvalidParameterValue, "key must name at least one column", {},
+                        "Pass the business key, for example key => '{id}'.");
     std::set<std::string> seen;
     for (const auto& k : *key) {
         if (!seen.insert(k).second)
-            throw UserError(sqlstate::kDuplicateColumn, "key column \"" + k + "\" is named more than once");
+            throw UserError(sqlstate::kDuplicateColumn, "key column \"" + k + "\" is named more than once", {},
+                            "Name each key column once.");
         if (find_column(target.columns, k) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
                             "key column \"" + k + "\" does not exist in \"" + target.display + "\"", {},

@@ -115,7 +115,8 @@ std::string key_in_scope(const std::string& key, const std::string& scope)
 void require_text(const std::string& value, const char* what)
 {
     if (value.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty");
+        throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty", {},
+                        "Pass a non-empty " + std::string(what) + ".");
 }
 
 std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key, bool lock)

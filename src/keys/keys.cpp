@@ -326,7 +326,9 @@ ClaimOutcome claim_key(const ClaimRequest& request)
             "SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval)::pg_catalog.text",
             {Param::of_text(request.lease)});
         if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
-            throw UserError(sqlstate::kInvalidParameterValue, "lease must be a positive interval");
+            throw UserError(
+                sqlstate::kInvalidParameterValue, "lease must be a positive interval", {},
+                "Pass how long the work may take before another worker takes over, for example interval '5 minutes'.");
     }
     check_scope_usage(spi, ScopeKind::kKeys, request.scope);
     // wait => false bounds the direct insert's wait too: that one goes below.
@@ -478,7 +480,8 @@ std::int64_t purge_keys(const std::string& older_than, const std::optional<std::
             "SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval)::pg_catalog.text",
             {Param::of_text(older_than)});
         if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
-            throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative");
+            throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative", {},
+                            "Pass an age, for example interval '30 days'.");
     }
     if (scope) {
         require_text(*scope, "scope");

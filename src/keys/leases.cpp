@@ -70,7 +70,8 @@ void complete_unfenced(pg::SpiSession& spi, const std::string& key, const std::o
         throw UserError(sqlstate::kObjectNotInPrerequisiteState, key_in_scope(key, scope) + " was never claimed", {},
                         "Call idem.claim first, in this transaction or with a lease.");
     throw UserError(sqlstate::kObjectNotInPrerequisiteState, key_in_scope(key, scope) + " is already complete",
-                    "An earlier transaction completed it; its result stays as it was.");
+                    "An earlier transaction completed it; its result stays as it was.",
+                    "Read its result with idem.result; to do the work again, idem.forget the key first.");
 }
 
 }  // namespace
@@ -118,7 +119,8 @@ void save_point(const std::string& key, const std::string& recovery_point, const
         if (token)
             require_owner(spi, key, scope, *token);
         throw UserError(sqlstate::kObjectNotInPrerequisiteState, key_in_scope(key, scope) + " is not in progress",
-                        "save_point records progress of a key claimed with a lease.");
+                        "save_point records progress of a key claimed with a lease.",
+                        "Claim the key with idem.claim_lease first, then record progress with the token it returns.");
     });
 }
 

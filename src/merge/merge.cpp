@@ -76,12 +76,15 @@ void check_version_column(const std::string& v, const SourceShape& src, const pg
                           const std::vector<std::string>& key)
 {
     if (find_column(src.columns, v) == nullptr)
-        throw UserError(sqlstate::kUndefinedColumn, "version column \"" + v + "\" is missing from the source");
+        throw UserError(sqlstate::kUndefinedColumn, "version column \"" + v + "\" is missing from the source", {},
+                        "Select the version column in the source, or leave out version_column.");
     if (find_column(target.columns, v) == nullptr)
         throw UserError(sqlstate::kUndefinedColumn,
-                        "version column \"" + v + "\" does not exist in \"" + target.display + "\"");
+                        "version column \"" + v + "\" does not exist in \"" + target.display + "\"", {},
+                        "Name a column of the target as version_column.");
     if (std::find(key.begin(), key.end(), v) != key.end())
-        throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be a key column");
+        throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be a key column", {},
+                        "Pass a column that grows with each change of a row, such as updated_at, as version_column.");
 }
 
 void check_delete_column(const std::string& d, const SourceShape& src, const MergeOptions& options,
@@ -89,12 +92,15 @@ void check_delete_column(const std::string& d, const SourceShape& src, const Mer
 {
     const pg::Column* dc = find_column(src.columns, d);
     if (dc == nullptr)
-        throw UserError(sqlstate::kUndefinedColumn, "delete column \"" + d + "\" is missing from the source");
+        throw UserError(sqlstate::kUndefinedColumn, "delete column \"" + d + "\" is missing from the source", {},
+                        "Select the delete column in the source, or leave out delete_column.");
     if (!pg::is_boolean_type(dc->type_oid))
         throw UserError(sqlstate::kDatatypeMismatch, "delete column \"" + d + "\" must be boolean",
-                        "It is " + dc->type_name + ".");
+                        "It is " + dc->type_name + ".",
+                        "Pass a boolean column (true: delete the row) as delete_column.");
     if (std::find(key.begin(), key.end(), d) != key.end() || options.version_column == d)
-        throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be a key or the version column");
+        throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be a key or the version column", {},
+                        "Pass a boolean column of its own as delete_column.");
 }
 
 // What an insert writes: every source column the target has (generated
@@ -131,21 +137,25 @@ void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, co
     std::set<std::string> seen;
     for (const auto& c : *options.columns) {
         if (!seen.insert(c).second)
-            throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns");
+            throw UserError(sqlstate::kDuplicateColumn, "column \"" + c + "\" is named more than once in columns", {},
+                            "Name each column once in columns.");
         const pg::Column* tc = find_column(target.columns, c);
         if (tc == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"");
+                            "column \"" + c + "\" named in columns does not exist in \"" + target.display + "\"", {},
+                            "Name only columns of the target in columns.");
         if (find_column(src.columns, c) == nullptr)
             throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + c + "\" named in columns is missing from the source");
+                            "column \"" + c + "\" named in columns is missing from the source", {},
+                            "Select the column in the source, or leave it out of columns.");
         // dbt's merge_update_columns may list the unique key: it is equal in
         // source and target by definition, so there is nothing to write.
         if (std::find(key.begin(), key.end(), c) != key.end())
             continue;
         if (tc->generated != '\0' || tc->identity == 'a')
             throw UserError(sqlstate::kGeneratedAlways, "column \"" + c + "\" named in columns cannot be updated",
-                            "It is a generated or GENERATED ALWAYS identity column.");
+                            "It is a generated or GENERATED ALWAYS identity column.",
+                            "Leave the column out of columns: the database computes it.");
         spec.update_columns.push_back(pg::assignment_target(*tc));
     }
     if (options.version_column && seen.count(*options.version_column) == 0)
@@ -176,7 +186,8 @@ std::set<std::string> check_exclude_columns(const pg::Relation& target, const Me
                             "Leave the key columns out of exclude_columns.");
         if (options.version_column == c)
             throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be in exclude_columns",
-                            "An update always writes the version column: it decides which row is newer.");
+                            "An update always writes the version column: it decides which row is newer.",
+                            "Leave the version column out of exclude_columns.");
         quoted.insert(pg::quote_ident(c));
     }
     return quoted;
@@ -347,7 +358,8 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
                     "Pass key => ARRAY['column', ...] naming the columns of a unique index.");
     for (const auto& k : key)
         if (find_column(src.columns, k) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source", {},
+                            "Select every key column in the source, or name in key the columns the source has.");
     const CitusTable citus = citus_table(spi, target_oid);
     check_citus_write(spi, citus, target.display, key, "idem.merge", options.dry_run);
     require_unique_index(target, key, indexes);

@@ -272,7 +272,7 @@ std::string checks2_cte(const MergeSpec& s)
     if (!s.version)
         return "checks2 AS MATERIALIZED (SELECT true AS ok)";
     return "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " + action_is("p", kConflict) +
-           ") THEN (SELECT idem._raise('21000', "
+           ") THEN (SELECT idem._raise('ID006', "
            "'a source row has the same version as the target row but different content', "
            "pg_catalog.format('Key %s has version %s in both.', " +
            key_text(s, "p") + ", p." + s.version->name +

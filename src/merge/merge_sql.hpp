@@ -14,7 +14,7 @@
 //   checks  raises the first problem found, else true (gates everything)
 //   dedup   one row per key (the highest version); only repeated keys sorted
 //   plan    each key's action against the target (and its tombstone)
-//   checks2 equal version, different content     -> 21000
+//   checks2 equal version, different content     -> ID006
 //   tally   the planned counts (a dry run ends here)
 //   todo    the planned writes
 //   ins     new keys, in key order

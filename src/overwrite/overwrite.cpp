@@ -64,7 +64,8 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
             sqlstate::kDatatypeMismatch,
             "the query returns " + std::to_string(cols.size()) + " columns and \"" + target.display + "\" has " +
                 std::to_string(writable.size()),
-            "Columns map by position, as in INSERT INTO t SELECT ...; every (non-generated) column needs a value.");
+            "Columns map by position, as in INSERT INTO t SELECT ...; every (non-generated) column needs a value.",
+            "Select one column per column of the target that can be written, in its order.");
     ConvertedQuery converted;
     converted.query = query;
     bool immutable = true;
@@ -392,7 +393,8 @@ pg::Relation describe_table(std::uint32_t oid)
 {
     pg::Relation target = pg::describe_relation(oid);
     if (target.kind != 'r' && target.kind != 'p')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table");
+        throw UserError(sqlstate::kWrongObjectType, "\"" + target.display + "\" is not a table", {},
+                        "Replace rows of a table or a partitioned table.");
     return target;
 }
 
@@ -476,11 +478,13 @@ Param key_value_param(const PartitionKey& key, const pg::TypedValue& value,
     if (value_text)
         return Param::of_text(*value_text);
     if (value.is_null)
-        throw UserError(sqlstate::kNullValueNotAllowed, "value must not be NULL");
+        throw UserError(sqlstate::kNullValueNotAllowed, "value must not be NULL", {},
+                        "Pass the partition key value of the partition to overwrite.");
     if (value.type != key.type && !pg::can_assign(value.type, key.type))
-        throw UserError(sqlstate::kDatatypeMismatch, "value is " + pg::type_display(value.type) +
-                                                         " and the partition key \"" + key.column + "\" is " +
-                                                         pg::type_display(key.type));
+        throw UserError(sqlstate::kDatatypeMismatch,
+                        "value is " + pg::type_display(value.type) + " and the partition key \"" + key.column +
+                            "\" is " + pg::type_display(key.type),
+                        {}, "Cast the value to the partition key's type, or pass it as text.");
     return Param::of_value(value);
 }
 
@@ -608,7 +612,8 @@ void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, con
                          const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout)
 {
     if (mode != "rewrite" && mode != "swap")
-        throw UserError(sqlstate::kInvalidParameterValue, "mode must be 'rewrite' or 'swap', not '" + mode + "'");
+        throw UserError(sqlstate::kInvalidParameterValue, "mode must be 'rewrite' or 'swap', not '" + mode + "'", {},
+                        "Pass mode => 'rewrite' (in place) or mode => 'swap' (a new table swapped in).");
     const bool swap = mode == "swap";
     const RunClock clock;
     pg::SpiSession spi;

@@ -51,12 +51,15 @@ QueryResult deparse(pg::SpiSession& spi, const std::string& sql, const pg::Param
 void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
     if (staging.oid == part.rel.oid)
-        throw UserError(sqlstate::kInvalidParameterValue, "the staging table is the partition itself");
+        throw UserError(sqlstate::kInvalidParameterValue, "the staging table is the partition itself", {},
+                        "Build the new rows in another table, then swap that one in.");
     if (staging.kind == 'p')
         throw UserError(sqlstate::kFeatureNotSupported, "staging table \"" + staging.display + "\" is partitioned", {},
                         "Swap a plain table in; to replace a sub-partitioned partition, swap its own partitions.");
     if (staging.kind != 'r')
-        throw UserError(sqlstate::kWrongObjectType, "\"" + staging.display + "\" is not a table");
+        throw UserError(
+            sqlstate::kWrongObjectType, "\"" + staging.display + "\" is not a table", {},
+            "Build the new rows in a plain table (CREATE TABLE ... (LIKE parent INCLUDING ALL)) and swap it in.");
     if (part.partitioned)
         throw UserError(sqlstate::kFeatureNotSupported, "partition \"" + part.rel.display + "\" is itself partitioned",
                         "swap_partition replaces a leaf partition.", "Swap its own partitions one by one.");
@@ -69,7 +72,8 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
         {Param::of_oid(staging.oid)});
     if (cell(r, 0, 1) == "true")
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
-                        "staging table \"" + staging.display + "\" is already a partition of " + cell(r, 0, 2));
+                        "staging table \"" + staging.display + "\" is already a partition of " + cell(r, 0, 2), {},
+                        "Swap in a table that belongs to no partitioned table.");
     if (!cell(r, 0, 2).empty() || cell(r, 0, 3) == "true")
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                         "staging table \"" + staging.display + "\" takes part in table inheritance", {},
@@ -284,10 +288,12 @@ void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Re
             same = sql = core::index_definition_on(row[1].value_or(""), pg::quote_ident(row[0].value_or("")),
                                                    parent_deparsed, staging.qualified);
             if (sql.empty())
-                throw UserError(sqlstate::kFeatureNotSupported,
-                                "cannot rebuild index \"" + row[0].value_or("") + "\" of " + part.parent_qualified +
-                                    " on the staging table",
-                                "Its definition is: " + row[1].value_or(""));
+                throw UserError(
+                    sqlstate::kFeatureNotSupported,
+                    "cannot rebuild index \"" + row[0].value_or("") + "\" of " + part.parent_qualified +
+                        " on the staging table",
+                    "Its definition is: " + row[1].value_or(""),
+                    "Create the staging table with CREATE TABLE ... (LIKE parent INCLUDING ALL), or use overwrite_partition's mode => 'rewrite'.");
         }
         if (std::find(existing.begin(), existing.end(), same) != existing.end())
             continue;

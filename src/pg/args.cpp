@@ -16,7 +16,8 @@ namespace pg_idempotent::pg {
 void require_arg(FunctionCallInfo fcinfo, int n, const char* name)
 {
     if (PG_ARGISNULL(n))
-        throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not be NULL");
+        throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not be NULL", {},
+                        "Pass a value for " + std::string(name) + ".");
 }
 
 std::optional<std::string> arg_text(FunctionCallInfo fcinfo, int n)
@@ -70,7 +71,8 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
     out.reserve(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i) {
         if (nulls[i])
-            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements");
+            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements", {},
+                            "Remove the NULLs from " + std::string(name) + ".");
         const char* s = pg_call([&]() noexcept { return text_to_cstring(DatumGetTextPP(elems[i])); });
         out.emplace_back(s);
     }
@@ -89,7 +91,8 @@ std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const c
     std::vector<std::uint32_t> out;
     for (int i = 0; i < count; ++i) {
         if (nulls[i])
-            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements");
+            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements", {},
+                            "Remove the NULLs from " + std::string(name) + ".");
         out.push_back(DatumGetObjectId(elems[i]));
     }
     return out;
@@ -172,7 +175,8 @@ TypedValue arg_value(FunctionCallInfo fcinfo, int n)
     v.type = pg_call([&]() noexcept { return get_fn_expr_argtype(fcinfo->flinfo, n); });
     if (v.type == InvalidOid)
         throw UserError(sqlstate::kDatatypeMismatch,
-                        "could not determine the type of argument " + std::to_string(n + 1));
+                        "could not determine the type of argument " + std::to_string(n + 1), {},
+                        "Cast the argument to a type, for example '2024-07-07'::date.");
     v.is_null = PG_ARGISNULL(n);
     if (!v.is_null)
         v.datum = static_cast<std::uintptr_t>(PG_GETARG_DATUM(n));

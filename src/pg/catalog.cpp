@@ -150,7 +150,8 @@ bool column_exists(const std::string& schema, const std::string& table, const st
 namespace {
 [[noreturn]] void relation_gone(std::uint32_t oid)
 {
-    throw UserError(sqlstate::kUndefinedTable, "relation with OID " + std::to_string(oid) + " does not exist");
+    throw UserError(sqlstate::kUndefinedTable, "relation with OID " + std::to_string(oid) + " does not exist", {},
+                    "The relation was dropped meanwhile: run the statement again.");
 }
 }  // namespace
 
@@ -308,7 +309,8 @@ std::vector<Column> describe_query(const std::string& sql)
     const std::string wrapped = "SELECT * FROM (" + sql + "\n) AS idem_source LIMIT 0";
     SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(wrapped.c_str(), 0, nullptr); });
     if (plan == nullptr)
-        throw UserError(sqlstate::kInternalError, "could not prepare the source query");
+        throw UserError(sqlstate::kInternalError, "could not prepare the source query", {},
+                        "A bug in pg_idempotent: report it with the statement that raised it.");
     std::vector<Column> cols;
     int natts = 0;
     TupleDesc desc = pg_call([&]() noexcept {
@@ -343,7 +345,8 @@ std::vector<std::uint32_t> query_relations(const std::string& sql)
     SpiSession spi;
     SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(sql.c_str(), 0, nullptr); });
     if (plan == nullptr)
-        throw UserError(sqlstate::kInternalError, "could not prepare the query");
+        throw UserError(sqlstate::kInternalError, "could not prepare the query", {},
+                        "A bug in pg_idempotent: report it with the statement that raised it.");
     std::vector<std::uint32_t> relations;
     // Each plan source's relationOids: every relation its rewritten query
     // tree names, sublinks and CTEs included (what plan invalidation uses).

@@ -31,6 +31,8 @@ std::string error_detail(const PgError& error);
 
 // Sends a WARNING to the client (it does not interrupt anything).
 void warning(const std::string& message, const std::string& detail = {});
+// Sends a NOTICE with a HINT (a deprecated argument, say).
+void notice(const std::string& message, const std::string& hint = {});
 
 // The SQLSTATEs the extension raises, as their five characters. The list with
 // their meaning is in docs/errors.md.
@@ -77,6 +79,10 @@ inline constexpr const char* kLeaseLost = "ID004";
 // An event appended again with other content than the one already there
 // (idem.append; also in its statement's text as 'ID005').
 inline constexpr const char* kAppendConflict = "ID005";
+// A merge source row at the target row's version with other content: the
+// version says "no change" and the content says otherwise (idem.merge with
+// version_column; in its statement's text as 'ID006'). Before 0.8.0: 21000.
+inline constexpr const char* kVersionConflict = "ID006";
 }  // namespace sqlstate
 
 class UserError : public std::exception {

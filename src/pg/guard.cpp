@@ -188,6 +188,13 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
     return result;
 }
 
+void notice(const std::string& message, const std::string& hint)
+{
+    pg_call([&]() noexcept {
+        ereport(NOTICE, (errmsg_internal("%s", message.c_str()), hint.empty() ? 0 : errhint("%s", hint.c_str())));
+    });
+}
+
 void warning(const std::string& message, const std::string& detail)
 {
     pg_call([&]() noexcept {

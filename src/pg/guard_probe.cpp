@@ -83,7 +83,10 @@ std::int64_t probe_restore()
         ++broken;
         pg::warning(std::string("not restored after ") + what, "before: " + before.text() + "; after: " + now.text());
     };
-    auto fail = [] { throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "probe failure"); };
+    auto fail = [] {
+        throw pg::UserError(pg::sqlstate::kInvalidParameterValue, "probe failure", {},
+                            "The probe raises it on purpose.");
+    };
     try {
         pg::as_extension_owner(fail);
     } catch (const pg::UserError&) {
@@ -160,7 +163,8 @@ std::int64_t boundary_probe(const std::string& action, const std::optional<std::
     }
     if (action == "run" || action == "loop") {
         if (!sql)
-            throw pg::UserError(pg::sqlstate::kNullValueNotAllowed, "sql must not be NULL");
+            throw pg::UserError(pg::sqlstate::kNullValueNotAllowed, "sql must not be NULL", {},
+                                "Pass the statement to run.");
         // Three witnesses alive across the SPI calls.
         Witness a;
         std::vector<Witness> more(2);

@@ -167,7 +167,8 @@ void check_spi(int rc, const char* what)
         // A negative code is a misuse of SPI, not a user error: report it as
         // an internal error naming the call.
         throw UserError(sqlstate::kInternalError,
-                        std::string("SPI call failed in pg_idempotent: ") + what + ": " + SPI_result_code_string(rc));
+                        std::string("SPI call failed in pg_idempotent: ") + what + ": " + SPI_result_code_string(rc),
+                        {}, "A bug in pg_idempotent: report it with the statement that raised it.");
     }
 }
 
@@ -355,10 +356,12 @@ void SpiSession::return_rows(const ResultSet& out_set, const std::string& sql, c
         return;
     TupleDesc out = rsinfo->setDesc;
     if (table->tupdesc->natts != out->natts)
-        throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent");
+        throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent", {},
+                        "A bug in pg_idempotent: report it with the statement that raised it.");
     for (int c = 0; c < out->natts; ++c) {
         if (TupleDescAttr(table->tupdesc, c)->atttypid != TupleDescAttr(out, c)->atttypid)
-            throw UserError(sqlstate::kInternalError, "result type mismatch in pg_idempotent");
+            throw UserError(sqlstate::kInternalError, "result type mismatch in pg_idempotent", {},
+                            "A bug in pg_idempotent: report it with the statement that raised it.");
     }
     const uint64 n = SPI_processed;
     pg_call([&]() noexcept {
@@ -379,7 +382,8 @@ void return_text_rows(const ResultSet& out, const std::vector<Row>& rows)
     const int natts = rsinfo->setDesc->natts;
     for (const auto& row : rows) {
         if (static_cast<int>(row.size()) != natts)
-            throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent");
+            throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent", {},
+                            "A bug in pg_idempotent: report it with the statement that raised it.");
         pg_call([&]() noexcept {
             Datum* values = static_cast<Datum*>(palloc(sizeof(Datum) * static_cast<std::size_t>(natts)));
             bool* nulls = static_cast<bool*>(palloc(sizeof(bool) * static_cast<std::size_t>(natts)));

@@ -44,7 +44,8 @@ std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables, c
             continue;
         Watched w{pg::describe_relation(oid), {}};
         if (std::string("rpvmf").find(w.rel.kind) == std::string::npos)
-            throw UserError(sqlstate::kWrongObjectType, "\"" + w.rel.display + "\" is not a table or view");
+            throw UserError(sqlstate::kWrongObjectType, "\"" + w.rel.display + "\" is not a table or view", {},
+                            "Watch tables, views or materialized views: what the job writes.");
         std::vector<std::string> cols;
         for (const auto& c : w.rel.columns) {
             bool skip = false;
@@ -64,7 +65,8 @@ std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables, c
     for (const auto& e : exclude)
         if (used.count(e) == 0)
             throw UserError(sqlstate::kUndefinedColumn,
-                            "exclude_columns names \"" + e + "\", which none of the tables has");
+                            "exclude_columns names \"" + e + "\", which none of the tables has", {},
+                            "Name only columns of the watched tables in exclude_columns.");
     return out;
 }
 
@@ -121,12 +123,14 @@ void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const s
                        std::int32_t runs, const std::vector<std::string>& exclude_columns, bool rollback)
 {
     if (tables.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, "tables must name at least one table");
+        throw UserError(sqlstate::kInvalidParameterValue, "tables must name at least one table", {},
+                        "Pass the tables the job writes, for example tables => '{daily_sales}'.");
     if (runs < 2)
         throw UserError(sqlstate::kInvalidParameterValue, "runs must be at least 2",
-                        "Rerun safety compares every run after the first with the first.");
+                        "Rerun safety compares every run after the first with the first.",
+                        "Pass runs => 2 or more, or leave it out.");
     if (job.find_first_not_of(" \t\r\n;") == std::string::npos)
-        throw UserError(sqlstate::kInvalidParameterValue, "job must not be empty");
+        throw UserError(sqlstate::kInvalidParameterValue, "job must not be empty", {}, "Pass the job's SQL.");
 
     pg::SpiSession spi;
     const std::vector<Watched> watched = describe_tables(tables, exclude_columns);

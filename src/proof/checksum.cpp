@@ -30,7 +30,8 @@ void require_readable_kind(const pg::Relation& rel)
     if (kReadable.find(rel.kind) == std::string::npos) {
         throw UserError(
             sqlstate::kWrongObjectType, "\"" + rel.display + "\" is not a table or view",
-            "Only tables, partitioned tables, views, materialized views and foreign tables have rows to checksum.");
+            "Only tables, partitioned tables, views, materialized views and foreign tables have rows to checksum.",
+            "Checksum a table or view, or the rows of a query with idem.checksum_query.");
     }
 }
 
@@ -133,7 +134,8 @@ void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
                     const std::vector<std::string>& exclude_columns, std::int32_t max_rows)
 {
     if (max_rows < 0)
-        throw UserError(sqlstate::kInvalidParameterValue, "max_rows must not be negative");
+        throw UserError(sqlstate::kInvalidParameterValue, "max_rows must not be negative", {},
+                        "Pass max_rows => 0 or more (0: only count).");
     pg::require_table_privileges(a, {pg::TablePrivilege::kSelect}, "idem.diff");
     pg::require_table_privileges(b, {pg::TablePrivilege::kSelect}, "idem.diff");
     pg::SpiSession spi;
@@ -146,7 +148,8 @@ void diff_relations(const pg::ResultSet& out, std::uint32_t a, std::uint32_t b,
     if (ka.size() != kb.size()) {
         throw UserError(sqlstate::kDatatypeMismatch, "cannot diff relations with different columns",
                         "\"" + ra.name + "\" has " + std::to_string(ka.size()) + " columns and \"" + rb.name +
-                            "\" has " + std::to_string(kb.size()) + " (after exclude_columns).");
+                            "\" has " + std::to_string(kb.size()) + " (after exclude_columns).",
+                        "Compare relations of the same columns, or leave the extra ones out with exclude_columns.");
     }
     for (std::size_t i = 0; i < ka.size(); ++i) {
         if (ka[i]->type_oid != kb[i]->type_oid || ka[i]->typmod != kb[i]->typmod) {

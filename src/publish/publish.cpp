@@ -43,7 +43,8 @@ struct Dataset {
 Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
 {
     if (dataset.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, "dataset must not be empty");
+        throw UserError(sqlstate::kInvalidParameterValue, "dataset must not be empty", {},
+                        "Name the dataset as schema.view, for example 'marts.revenue'.");
     // parse_ident understands quoting exactly as the parser does; a bare name
     // lands in the caller's current schema, like CREATE VIEW would.
     auto r = spi.query(
@@ -173,7 +174,8 @@ std::optional<std::uint32_t> require_own_view(pg::SpiSession& spi, const Dataset
         return std::nullopt;  // publish creates it
     if (view->kind != 'v')
         throw UserError(sqlstate::kWrongObjectType, "\"" + d.display + "\" exists and is not a view",
-                        "A dataset is the view readers query; publish creates and replaces it.");
+                        "A dataset is the view readers query; publish creates and replaces it.",
+                        "Publish under another name, or rename the existing object.");
     if (!has_registry())
         return view->oid;  // 0.6.0's SQL objects: nothing recorded to compare with
     if (state.view && *state.view == view->oid)
@@ -475,9 +477,11 @@ void run_audit(pg::SpiSession& spi, const Dataset& d, int version, const Version
     auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + t.qualified + ") SELECT * FROM " +
                        core::as_subquery(audit) + " AS idem_audit");
     if (r.rows.size() != 1 || r.rows[0].size() != 1)
-        throw UserError(sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
-                        "It returned " + std::to_string(r.rows.size()) + " rows of " +
-                            std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.");
+        throw UserError(
+            sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
+            "It returned " + std::to_string(r.rows.size()) + " rows of " +
+                std::to_string(r.rows.empty() ? 0 : r.rows[0].size()) + " columns.",
+            "Write the audit as one query returning one boolean, for example SELECT count(*) > 0 FROM {version}.");
     if (r.rows[0][0] != std::optional<std::string>("t"))
         throw UserError(sqlstate::kCheckViolation,
                         "audit of dataset \"" + d.display + "\" failed: nothing was published",
@@ -516,7 +520,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
 {
     if (keep < 1)
         throw UserError(sqlstate::kInvalidParameterValue, "keep must be at least 1",
-                        "The current version is always kept.");
+                        "The current version is always kept.", "Pass keep => 1 or more.");
     const RunClock clock;
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
@@ -603,12 +607,14 @@ void adopt(const std::string& dataset)
                         "adopt takes an existing view; publish creates a new one itself.");
     if (!pg::current_user_has_privileges_of(view->owner))
         throw UserError(sqlstate::kInsufficientPrivilege, "must be the owner of view \"" + d.display + "\" to adopt it",
-                        "Its owner, \"" + pg::role_name(view->owner) + "\", becomes the owner of every version.");
+                        "Its owner, \"" + pg::role_name(view->owner) + "\", becomes the owner of every version.",
+                        "Ask the view's owner (or a superuser) to call idem.adopt.");
     const State state = lock_state(spi, d);
     if (state.owner && *state.owner != view->owner && !pg::current_user_has_privileges_of(*state.owner))
         throw UserError(sqlstate::kInsufficientPrivilege,
                         "dataset \"" + d.display + "\" is registered to role \"" + pg::role_name(*state.owner) + "\"",
-                        "Only that role (or a superuser) can hand it to the view's owner.");
+                        "Only that role (or a superuser) can hand it to the view's owner.",
+                        "Ask that role or a superuser to call idem.adopt.");
     pg::as_extension_owner([&] {
         spi.query_saved(
             "UPDATE idem.datasets SET view_relid = $3::pg_catalog.oid::pg_catalog.regclass,"

@@ -118,7 +118,8 @@ std::string validity_type(const pg::Relation& target, const SourceShape& src, co
                             "Leave it out of the source, or name other validity columns.");
     }
     if (o.valid_from == o.valid_to)
-        throw UserError(sqlstate::kInvalidParameterValue, "valid_from and valid_to must be two columns");
+        throw UserError(sqlstate::kInvalidParameterValue, "valid_from and valid_to must be two columns", {},
+                        "Name two different columns as valid_from and valid_to.");
     return type;
 }
 
@@ -175,9 +176,11 @@ void plan_updated_at(const pg::Relation& target, const SnapshotOptions& o, core:
             spec.updated_at = c;
     if (!spec.updated_at)
         throw UserError(sqlstate::kUndefinedColumn,
-                        "updated_at column \"" + *o.updated_at + "\" is missing from the source");
+                        "updated_at column \"" + *o.updated_at + "\" is missing from the source", {},
+                        "Select the updated_at column in the source.");
     if (contains(o.key, *o.updated_at))
-        throw UserError(sqlstate::kInvalidParameterValue, "updated_at cannot be a key column");
+        throw UserError(sqlstate::kInvalidParameterValue, "updated_at cannot be a key column", {},
+                        "Pass a column that grows with each change, such as updated_at, that is not part of the key.");
     const pg::Column* c = find_column(target.columns, *o.updated_at);
     spec.updated_lt = pg::btree_operator(c->type_oid, 1, *o.updated_at);
     spec.updated_eq = pg::btree_operator(c->type_oid, 3, *o.updated_at);
@@ -224,7 +227,8 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
     spec.insert_columns = insert_columns(src, target, rules);
     for (const auto& k : o.key) {
         if (find_column(src.columns, k) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source");
+            throw UserError(sqlstate::kUndefinedColumn, "key column \"" + k + "\" is missing from the source", {},
+                            "Select every key column in the source.");
         const pg::Column* tc = find_column(target.columns, k);
         spec.keys.push_back(pg::assignment_target(*tc));
         spec.key_eq.push_back(pg::btree_operator(tc->type_oid, 3, k));

@@ -36,6 +36,9 @@ TEST_DEPS+=(build-essential debhelper dpkg-dev postgresql-server-dev-all git unz
 # DBD::Pg: the bad-input fuzzer (test/t/070) sends thousands of calls over one
 # connection and reads each error's SQLSTATE.
 TEST_DEPS+=(libdbd-pg-perl)
+# python3: the docs suite (test/docs/check_docs.py) and the check that every
+# error has a HINT (test/unit/error_hints.py).
+TEST_DEPS+=(python3)
 
 # ensure_locale NAME: the tests switch lc_* to a locale other than the
 # cluster's (de_DE.UTF-8) to prove checksums ignore them; generate it if

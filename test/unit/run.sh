@@ -25,6 +25,7 @@ done
 # Only the boundary folders include PostgreSQL (docs/code-layout.md), and
 # the C++ is laid out as .clang-format says.
 bash test/unit/layout.sh
+python3 test/unit/error_hints.py
 make -s --no-print-directory format-check
 
 # No PostgreSQL include path: a pure source that includes a PostgreSQL

@@ -264,7 +264,7 @@ TEST(MergeSql, VersionsPickTheNewestRowAndNeverOverwriteANewerOne)
     EXPECT_TRUE(has(cte(sql, "dedup"), "ORDER BY id, ver DESC)"));
     EXPECT_TRUE(has(cte(sql, "plan"), " WHEN d.ver OPERATOR(pg_catalog.<) t.ver THEN 5\n"));
     EXPECT_TRUE(has(cte(sql, "plan"), " WHEN d.ver OPERATOR(pg_catalog.=) t.ver THEN 6\n"));
-    EXPECT_TRUE(has(cte(sql, "checks2"), "idem._raise('21000', 'a source row has the same version"));
+    EXPECT_TRUE(has(cte(sql, "checks2"), "idem._raise('ID006', 'a source row has the same version"));
     EXPECT_TRUE(has(cte(sql, "ins"), " AND NOT (EXCLUDED.ver OPERATOR(pg_catalog.<) t.ver)\n"));
     EXPECT_TRUE(has(cte(sql, "upd"), " AND NOT (p.ver OPERATOR(pg_catalog.<) t.ver) RETURNING 1"));
     EXPECT_TRUE(has(sql, "(ta.stale OPERATOR(pg_catalog.+) ta.to_update OPERATOR(pg_catalog.-) "));
