@@ -422,7 +422,8 @@ AS $$
 #variable_conflict use_column
 BEGIN
   IF role IS NULL THEN
-    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
+    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004',
+      HINT = 'Name the role that may use the scope: idem.grant_usage(''etl'', ''payments'', ''keys'').';
   END IF;
   IF scope IS NULL THEN
     RAISE WARNING 'role % may now use every scope: every role''s keys and results, checkpoints and datasets', role
@@ -459,10 +460,12 @@ BEGIN
   END IF;
   IF kind OPERATOR(pg_catalog.<>) ALL (ARRAY['keys', 'checkpoints', 'dataset']) THEN
     RAISE EXCEPTION 'kind must be ''keys'', ''checkpoints'' or ''dataset'', not %', pg_catalog.quote_literal(kind)
-      USING ERRCODE = '22023';
+      USING ERRCODE = '22023',
+      HINT = 'keys: idempotency keys of the scope; checkpoints: the job named by the scope; dataset: the schema.view named by the scope.';
   END IF;
   IF scope OPERATOR(pg_catalog.=) '' THEN
-    RAISE EXCEPTION 'scope must not be empty' USING ERRCODE = '22023';
+    RAISE EXCEPTION 'scope must not be empty' USING ERRCODE = '22023',
+      HINT = 'Name the scope, the job or the dataset; idem.grant_usage(role) alone grants every scope.';
   END IF;
   IF kind OPERATOR(pg_catalog.=) 'dataset' THEN
     stored := idem._dataset_scope(scope);
@@ -485,7 +488,8 @@ CREATE OR REPLACE FUNCTION idem.revoke_usage(role regrole, scope text DEFAULT NU
 AS $$
 BEGIN
   IF role IS NULL THEN
-    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004';
+    RAISE EXCEPTION 'role must not be NULL' USING ERRCODE = '22004',
+      HINT = 'Name the role whose grants to take back; idem.usage_grants lists them.';
   END IF;
   PERFORM idem._purge_dropped_role_grants();
   DELETE FROM idem.usage_grant_rows g
@@ -503,7 +507,8 @@ CREATE OR REPLACE FUNCTION idem.revoke_usage(role regrole, scope text, kind text
 AS $$
 BEGIN
   IF role IS NULL OR scope IS NULL OR kind IS NULL THEN
-    RAISE EXCEPTION 'role, scope and kind must not be NULL' USING ERRCODE = '22004';
+    RAISE EXCEPTION 'role, scope and kind must not be NULL' USING ERRCODE = '22004',
+      HINT = 'Pass the three as idem.grant_usage took them; idem.usage_grants lists them.';
   END IF;
   PERFORM idem._purge_dropped_role_grants();
   DELETE FROM idem.usage_grant_rows g
@@ -527,3 +532,15 @@ COMMENT ON FUNCTION idem._grants_changed() IS
 CREATE TRIGGER usage_grant_rows_changed
   AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON idem.usage_grant_rows
   FOR EACH STATEMENT EXECUTE FUNCTION idem._grants_changed();
+
+-- ---------------------------------------------------------------------------
+-- One word for waiting (issue 26): claim and claim_lease say wait, so
+-- lock_job does too. Its nowait (0.1.0) still works for this release, by
+-- name or by position, with a NOTICE; both given and contradicting is 22023.
+-- A NULL means "not given" (0.7.0 raised 22004 for a NULL nowait).
+DROP FUNCTION idem.lock_job(text, boolean);
+CREATE FUNCTION idem.lock_job(job text, nowait boolean DEFAULT NULL, wait boolean DEFAULT NULL) RETURNS text
+  AS 'MODULE_PATHNAME', 'idem_lock_job'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.lock_job(text, boolean, boolean) IS
+  'Holds the job for the rest of the transaction and returns its watermark; concurrent runners queue, or with wait => false get 55P03 at once (nowait is the deprecated spelling of wait => false)';

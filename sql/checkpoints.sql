@@ -105,7 +105,12 @@ SELECT show_error($$SELECT idem.advance('x', NULL::int)$$);
 SELECT show_error($$SELECT idem.advance('', 1)$$);
 SELECT show_error($$SELECT idem.advance('x', '{"a":1}'::json)$$);
 SELECT show_error($$SELECT idem.run_once('x', 1, NULL)$$);
-SELECT show_error($$SELECT idem.lock_job('x', NULL)$$);
+-- lock_job's argument is wait (0.8.0, as claim's); nowait still works for
+-- this release with a NOTICE; both given and contradicting is 22023; a NULL
+-- is "not given".
+SELECT show_error($$SELECT idem.lock_job('x', nowait => true, wait => true)$$);
+SELECT idem.lock_job('numbers', nowait => false) AS with_deprecated_nowait;
+SELECT idem.lock_job('numbers', wait => NULL) AS wait_null_is_default;
 
 -- Privileges: the job is the scope for grants.
 CREATE ROLE c_runner;

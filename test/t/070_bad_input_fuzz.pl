@@ -1055,7 +1055,7 @@ my @refusals = (
 	[ q{SELECT idem.advance('fx_job_bigint', '2024-07-07'::date)}, undef, '42804', qr/./ ],
 	[ q{SELECT idem.advance('', 1::bigint)}, undef, '22023', qr/^job must not be empty$/ ],
 	[ q{SELECT idem.watermark('fx_job_bigint', NULL::date)}, undef, '42804', qr/./ ],
-	[ q{SELECT idem.lock_job('fx_job_bigint', NULL)}, undef, '22004', qr/^nowait must not be NULL$/ ],
+	[ q{SELECT idem.lock_job('fx_job_bigint', nowait => false, wait => false)}, undef, '22023', qr/^wait and nowait contradict each other$/ ],
 	[ q{SELECT idem.mark_window('fx_new_job', 5, 1)}, undef, '22023', qr/^a window needs lo < hi$/ ],
 	[ q{SELECT * FROM idem.gaps('fx_new_job', 1::bigint, 10::bigint, 0::bigint)}, undef, '22023', qr/^step must be positive$/ ],
 	[ q{SELECT * FROM idem.gaps('fx_new_job', 1::bigint, 10::bigint, NULL::bigint)}, undef, '22004', qr/^step must not be NULL$/ ],
