@@ -24,7 +24,7 @@ OBJS = $(MODULE_SRCS:.cpp=.o)
 
 # 0.1.0 is the released install script and stays as it shipped; each later
 # version is an upgrade script, and CREATE EXTENSION runs the chain.
-DATA = pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql pg_idempotent--0.6.0--0.7.0.sql pg_idempotent--0.7.0--0.8.0.sql
+DATA = pg_idempotent--$(EXTVERSION).sql pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql pg_idempotent--0.6.0--0.7.0.sql pg_idempotent--0.7.0--0.8.0.sql
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
@@ -74,13 +74,18 @@ EXTRA_CLEAN += cli/pg_idempotent
 -include $(OBJS:.o=.d)
 EXTRA_CLEAN += $(OBJS:.o=.d)
 
-.PHONY: test demo bench unit
+.PHONY: test demo bench unit install-script
 test:
 	bash test/run_all.sh
 demo:
 	bash demo/run.sh
 bench:
 	bash bench/run.sh
+# The full install script of EXTVERSION, generated from 0.1.0's and the
+# upgrade scripts (tools/install_script.sh says why); rerun after changing
+# an upgrade script. The docs suite fails when the committed one differs.
+install-script:
+	bash tools/install_script.sh >pg_idempotent--$(EXTVERSION).sql
 unit:
 	bash test/unit/run.sh
 # The C++ layout is .clang-format's, not argued about: `make format` applies

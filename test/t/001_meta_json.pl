@@ -26,6 +26,14 @@ sub check_distribution
 		ok(exists $meta->{$key}, "$what: mandatory key '$key' present");
 	}
 	is($meta->{'meta-spec'}{version}, '1.0.0', "$what: meta-spec version is 1.0.0");
+	# Real metadata or none (issue 26): no placeholder address anywhere, and
+	# the prerequisite is the range of majors the code builds for (the
+	# README and the description say which of them are tested).
+	my $raw = do { open(my $r, '<', "$root/META.json") or die "META.json: $!"; local $/; <$r> };
+	unlike($raw, qr/\.invalid\b/, "$what: no placeholder (.invalid) address");
+	is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '>= 15.0.0, < 19.0.0',
+		"$what: PostgreSQL prerequisite is 15 to 18");
+	like($meta->{description}, qr/Tested on PostgreSQL 15 and 18/, "$what: the description names the tested majors");
 	like($meta->{version}, qr/^\d+\.\d+\.\d+$/, "$what: version is a semantic version");
 	ok(ref $meta->{maintainer} eq 'ARRAY' ? @{ $meta->{maintainer} } > 0 : length $meta->{maintainer},
 		"$what: at least one maintainer");
