@@ -20,7 +20,16 @@
 #     created with the section alone).
 # BENCH_CHART_PNG=FILE also draws the chart as a PNG (pngcairo), to look at
 # it where no SVG viewer is at hand.
+#
+# For the default DIR it also writes README.md's performance table (the
+# largest size of every function and case) between README's two marker
+# comments. `bench/report.sh --readme-table [DIR]` prints that table and
+# nothing else: the docs suite compares it with README.md, so no figure in
+# the README is typed by hand.
 set -euo pipefail
+
+readme_table_only=
+if [ "${1:-}" = --readme-table ]; then readme_table_only=1; shift; fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${1:-$ROOT/bench/results}
@@ -47,6 +56,47 @@ bad=$(awk -F'\t' 'NR > 1 && (NF != 8 || $3 !~ /^[0-9]+$/ ||
 if [ "$(wc -l <"$TSV")" -le 1 ]; then
     echo "bench/report.sh: $TSV has no per-size results; no size tables or chart" >&2
     exit 0
+fi
+
+# readme_table TSV: one row per function and case at its largest size.
+readme_table() {
+    awk -F'\t' '
+        function rows(n,   s, out) {  # 1000000 -> 1,000,000 (mawk: no gensub)
+            s = n ""; out = ""
+            while (length(s) > 3) { out = "," substr(s, length(s) - 2) out; s = substr(s, 1, length(s) - 3) }
+            return s out
+        }
+        function ms(v) { return v == "NA" ? "n/a" : sprintf("%.1f", v) }
+        NR == 1 { next }
+        {
+            key = $1 SUBSEP $2
+            if (!(key in at)) { order[++nk] = key }
+            if (!(key in at) || $3 + 0 > size[key] + 0) { at[key] = $0; size[key] = $3 }
+        }
+        END {
+            print "| function | case | rows | pg_idempotent ms | hand-written ms | ratio |"
+            print "|---|---|---:|---:|---:|---:|"
+            for (i = 1; i <= nk; i++) {
+                split(at[order[i]], f, "\t")
+                print "| " f[1] " | " f[2] " | " rows(f[3]) " | " ms(f[4]) " | " ms(f[5]) " | " \
+                      (f[6] == "NA" ? "n/a" : sprintf("%.2fx", f[6])) " |"
+            }
+        }' "$1"
+}
+README_BEGIN='<!-- bench/report.sh: readme table begin (generated from bench/results/latest.tsv) -->'
+README_END='<!-- bench/report.sh: readme table end -->'
+if [ -n "$readme_table_only" ]; then
+    readme_table "$TSV"
+    exit 0
+fi
+if [ "$DIR" = "$ROOT/bench/results" ] && grep -qxF "$README_BEGIN" "$ROOT/README.md"; then
+    readme_table "$TSV" >"$DIR/.readme_table.md"
+    awk -v begin_mark="$README_BEGIN" -v end_mark="$README_END" -v section="$DIR/.readme_table.md" '
+        $0 == begin_mark { print; while ((getline l < section) > 0) print l; skip = 1; next }
+        $0 == end_mark { skip = 0 }
+        !skip' "$ROOT/README.md" >"$DIR/.readme.md"
+    cat "$DIR/.readme.md" >"$ROOT/README.md"
+    rm -f "$DIR/.readme.md" "$DIR/.readme_table.md"
 fi
 
 if ! command -v gnuplot >/dev/null; then

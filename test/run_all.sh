@@ -6,7 +6,8 @@
 #      PostgreSQL 15's installation (never over the installed module)
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
-#   5. runs the pg_regress suite, the security suite (sql/security_*.sql),
+#   5. runs the docs suite (test/docs: README's and docs/' examples), the
+#      pg_regress suite, the security suite (sql/security_*.sql),
 #      the isolation specs, the stress suite (test/stress: pgbench, its own
 #      cluster), the pgTAP example (examples/pgtap) and the TAP tests; then
 #      the package suite: builds, installs and purges the Debian package,
@@ -15,7 +16,7 @@
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit regress security isolation stress pgtap tap citus package sanitize"
+# SUITES="unit docs regress security isolation stress pgtap tap citus package sanitize"
 # limits what runs
 # (all by default).
 set -uo pipefail
@@ -27,7 +28,7 @@ source test/lib/cluster.sh
 source test/lib/private_pg.sh
 source test/lib/citus.sh
 
-SUITES=${SUITES:-"unit regress security isolation stress pgtap tap citus package sanitize"}
+SUITES=${SUITES:-"unit docs regress security isolation stress pgtap tap citus package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -139,7 +140,7 @@ if wants unit; then
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
 fi
 
-if wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
+if wants15 docs || wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
     echo "== starting a private PostgreSQL 15 cluster"
     cluster_start || { note_result cluster fail; exit 1; }
     echo "   socket $PGHOST, port $PGPORT"
@@ -163,6 +164,20 @@ run_regress_suite() {
     fi
     [ -f "$RUN_DIR/$suite/regression.diffs" ] && cat "$RUN_DIR/$suite/regression.diffs"
 }
+
+# The docs suite (test/docs/run.sh, issue 26): every SQL example of
+# README.md and docs/*.md runs in a fresh database of this cluster and
+# prints what the page shows; links, named files, generated tables, figures
+# and the version are checked; broken examples must fail it. First, while
+# the cluster holds no other test's roles.
+if wants15 docs; then
+    echo "== docs (every SQL example of README.md and docs/ runs as shown)"
+    docs_before=$((PASSED + FAILED)); docs_failed_before=$FAILED
+    PGBIN="$PGBIN" bash test/docs/run.sh >"$RUN_DIR/docs.log" 2>&1
+    docs_rc=$?
+    count_tap_lines "$RUN_DIR/docs.log" docs "$docs_rc" "$docs_before" "$docs_failed_before"
+    grep -E "^(ok|not ok|#)" "$RUN_DIR/docs.log" | sed "s/^/   /"
+fi
 
 if wants15 regress; then
     echo "== regress (pg_regress)"
@@ -229,7 +244,7 @@ if wants15 pgtap; then
     run_pgtap_suite pgtap
 fi
 
-if wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
+if wants15 docs || wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
     problems=$(cluster_log_problems)
     if [ -n "$problems" ]; then
         echo "server log shows a crash:"; echo "$problems"
