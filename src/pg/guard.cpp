@@ -177,12 +177,14 @@ Datum run_entry(FunctionCallInfo fcinfo, Datum (*thunk)(void*, FunctionCallInfo)
         break;
     }
     case Outcome::kOutOfMemory:
-        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in pg_idempotent")));
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in pg_idempotent"),
+                        errhint("Run the statement on a smaller batch, or give the server more memory.")));
         break;
     case Outcome::kCppError:
         clip_to_characters(g_pending.message);
         ereport(ERROR,
-                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("internal error in pg_idempotent: %s", g_pending.message)));
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("internal error in pg_idempotent: %s", g_pending.message),
+                 errhint("A bug in pg_idempotent: report it with the statement that raised it.")));
         break;
     }
     return result;

@@ -135,7 +135,8 @@ void boundary_probe_longjmp(FunctionCallInfoBaseData* fcinfo)
         return;
     text* action = PG_GETARG_TEXT_PP(0);
     if (VARSIZE_ANY_EXHDR(action) == 7 && memcmp(VARDATA_ANY(action), "longjmp", 7) == 0)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("boundary probe longjmp past cpp_entry")));
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("boundary probe longjmp past cpp_entry"),
+                        errhint("The probe raises it on purpose.")));
 }
 
 std::int64_t boundary_probe(const std::string& action, const std::optional<std::string>& sql)

@@ -91,7 +91,8 @@ void require_whole_table_privilege(std::uint32_t relation, TablePrivilege privil
     const Oid owner = pg_call([&]() noexcept {
         HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
         if (!HeapTupleIsValid(tup))
-            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relation)));
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relation),
+                            errhint("The relation was dropped meanwhile: run the statement again.")));
         auto* form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
         row_security = form->relrowsecurity;
         const Oid o = form->relowner;
@@ -131,7 +132,8 @@ Oid extension_owner()
     return pg_call([]() noexcept {
         HeapTuple tup = SearchSysCache1(NAMESPACENAME, CStringGetDatum("idem"));
         if (!HeapTupleIsValid(tup))
-            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_SCHEMA), errmsg("schema \"idem\" does not exist")));
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_SCHEMA), errmsg("schema \"idem\" does not exist"),
+                            errhint("CREATE EXTENSION pg_idempotent creates it in this database.")));
         Oid owner = reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tup))->nspowner;
         ReleaseSysCache(tup);
         return owner;

@@ -145,7 +145,8 @@ pg_attribute_always_inline core::Digest128 hash_arguments(FunctionCallInfo fcinf
     }
     const core::Digest128 row = h->end_row();
     if (!h->ok())
-        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row"),
+                        errhint("Give the server more memory.")));
     return row;
 }
 
@@ -233,7 +234,8 @@ Datum digest_agg_deserialize(FunctionCallInfo fcinfo)
     if (VARSIZE_ANY_EXHDR(in) != kSerializedSize)
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
                         errmsg("invalid idem._digest_agg state: %d bytes, %d expected",
-                               static_cast<int>(VARSIZE_ANY_EXHDR(in)), kSerializedSize)));
+                               static_cast<int>(VARSIZE_ANY_EXHDR(in)), kSerializedSize),
+                        errhint("The state comes from another version of the module: rerun the statement.")));
     const auto* p = reinterpret_cast<const unsigned char*>(VARDATA_ANY(in));
     DigestAggState* state = new_state<DigestAggState>(context);
     state->digest = get_digest(p);
@@ -284,7 +286,8 @@ Datum digest_sample_agg_deserialize(FunctionCallInfo fcinfo)
     if (length < static_cast<std::size_t>(kSerializedSize) ||
         !state->sample.deserialize(p + kSerializedSize, length - kSerializedSize))
         ereport(ERROR, (errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-                        errmsg("invalid idem._digest_sample_agg state (%d bytes)", static_cast<int>(length))));
+                        errmsg("invalid idem._digest_sample_agg state (%d bytes)", static_cast<int>(length)),
+                        errhint("The state comes from another version of the module: rerun the statement.")));
     state->digest = get_digest(p);
     PG_RETURN_POINTER(state);
 }

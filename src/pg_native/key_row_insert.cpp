@@ -263,7 +263,8 @@ void require_visible_conflict(const ClaimTarget& t)
     const Datum xmin = slot_getsysattr(t.found, MinTransactionIdAttributeNumber, &isnull);
     if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
         ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                        errmsg("could not serialize access due to concurrent update")));
+                        errmsg("could not serialize access due to concurrent update"),
+                        errhint("The transaction might succeed if retried.")));
 }
 
 enum class Conflict { kNone, kFound, kGone };
@@ -330,7 +331,8 @@ int64 next_token()
     const Oid ns = get_namespace_oid("idem", false);
     const Oid seq = get_relname_relid("key_tokens", ns);
     if (!OidIsValid(seq))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence idem.key_tokens does not exist")));
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence idem.key_tokens does not exist"),
+                        errhint("Run ALTER EXTENSION pg_idempotent UPDATE: the sequence came with 0.7.0.")));
     return nextval_internal(seq, true);
 }
 

@@ -38,8 +38,10 @@ const KeyHashers* key_hashers(FunctionCallInfo fcinfo, int first, void** slot)
             elog(ERROR, "could not determine the type of argument %d of idem._key_hash", first + i + 1);
         TypeCacheEntry* entry = lookup_type_cache(getBaseType(type), TYPECACHE_HASH_EXTENDED_PROC);
         if (!OidIsValid(entry->hash_extended_proc))
-            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
-                            errmsg("type %s has no 64-bit hash function", format_type_be(type))));
+            ereport(ERROR,
+                    (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                     errmsg("type %s has no 64-bit hash function", format_type_be(type)),
+                     errhint("Use key columns of types with a hash operator class, or cast them (to text, say).")));
         fmgr_info_cxt(entry->hash_extended_proc, &hashers->functions[i], context);
         hashers->collatable = hashers->collatable || type_is_collatable(type);
     }

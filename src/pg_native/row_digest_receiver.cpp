@@ -79,7 +79,8 @@ inline core::Digest128 hash_columns(RowDigestReceiver* r, const Datum* values, c
     }
     const core::Digest128 row = h->end_row();
     if (!h->ok())
-        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row")));
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory hashing a row"),
+                        errhint("Give the server more memory.")));
     *copied |= allocated;
     return row;
 }

@@ -2,8 +2,10 @@
 """Every error the extension raises says what to do (issue 26).
 
 Checks, in the C++ sources, that each `UserError(code, message, detail,
-hint)` passes a hint, and that each `idem._raise(code, message, detail,
-hint)` written into a statement's SQL passes one, except the internal
+hint)` passes a hint, that each `ereport(ERROR, ...)` passes `errhint`
+(`elog(ERROR)`, PostgreSQL's form for an internal can't-happen error, is
+left alone), and that each `idem._raise(code, message, detail, hint)`
+written into a statement's SQL passes one, except the internal
 signals listed below (raised inside a subtransaction the caller catches,
 never shown to a user). The PL/pgSQL functions' RAISEs are checked on the
 installed catalog by sql/error_hints.sql. Exits 1 and names each site
@@ -80,6 +82,14 @@ def main():
             args = call_args(sql, m.end() - 1)
             if len(args) < 4 or args[3].strip() in ("NULL", ""):
                 problems.append(f"{path}: idem._raise of '{name}' without a hint")
+        # ereport(ERROR, ...) written directly (the boundary, src/pg and
+        # src/pg_native) must pass errhint; elog(ERROR) is PostgreSQL's form
+        # for a can't-happen internal error and carries none.
+        for m in re.finditer(r"\bereport\s*\(\s*ERROR\b", text):
+            sites += 1
+            if "errhint(" not in " ".join(call_args(text, m.end() - len(m.group(0)) + text[m.start():].index("("))):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"{path}:{line}: ereport(ERROR) without errhint")
     for p in problems:
         print(p)
     print(f"error_hints: {sites} raising sites, {len(problems)} without a hint")
