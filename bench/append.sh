@@ -69,8 +69,6 @@ VACUUM ANALYZE ev_log_batch;
 SQL
 
 report ""
-report "## append"
-report ""
 report "$append_rows events of 6 columns in the target, a batch of $append_rows: half of it already there (the same content), half new. See bench/append.sh."
 
 # 1. A table with a primary key on the event id.

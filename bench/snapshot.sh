@@ -128,8 +128,6 @@ sn_back_idem="DELETE FROM sn_idem WHERE valid_from > '2026-01-01 00:00+00'; UPDA
 sn_back_dbt="DELETE FROM sn_dbt WHERE dbt_valid_from > '2026-01-01 00:00+00'; UPDATE sn_dbt SET dbt_valid_to = NULL WHERE dbt_valid_to IS NOT NULL; VACUUM sn_dbt; CHECKPOINT;"
 
 report ""
-report "## snapshot"
-report ""
 report "$snapshot_rows keys of 5 columns, the check strategy on all of them, against dbt's statements for a Postgres snapshot (a staging table from its query, an UPDATE closing versions, an INSERT of new ones; see bench/snapshot.sh). Both histories carry the partial unique index on the key for current versions."
 
 # 1. Replay.
