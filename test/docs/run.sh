@@ -117,6 +117,19 @@ else
     result fail figures "every ratio in README.md and docs/ is in bench/results/latest.md" "$stray"
 fi
 
+# Every SQLSTATE the code names (src/pg/errors.hpp, and the codes the SQL it
+# writes passes to idem._raise) has its cause and cure in docs/errors.md.
+unlisted=""
+for code in $( { grep -ohE '"[0-9A-Z]{5}"' src/pg/errors.hpp; grep -rohE "_raise\('[0-9A-Z]{5}'" src --include='*.cpp'; } |
+               grep -oE '[0-9A-Z]{5}' | sort -u); do
+    grep -q -- "$code" docs/errors.md || unlisted+="$code "
+done
+if [ -z "$unlisted" ]; then
+    result ok errors-listed "every SQLSTATE the code names is in docs/errors.md"
+else
+    result fail errors-listed "every SQLSTATE the code names is in docs/errors.md" "missing: $unlisted"
+fi
+
 # 4. One version everywhere.
 version=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" pg_idempotent.control)
 problems=""
