@@ -272,7 +272,11 @@ run_tap_suite() {
         if [ -n "${TAP_ONLY:-}" ] && [[ " $TAP_ONLY " != *" $name "* ]]; then continue; fi
         mkdir -p "$tap_dir/$name"
         [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$tap_dir/$name"
+        # TESTDIR places 15's tmp_check and logs, TESTDATADIR and TESTLOGDIR
+        # 16 and later's (without them those land in the shared working
+        # directory, and a failure's server and test logs were not shown).
         if (cd "$tap_dir/repo" && as_pg env PATH="$PGBIN:$PATH" TESTDIR="$tap_dir/$name" \
+            TESTDATADIR="$tap_dir/$name/tmp_check" TESTLOGDIR="$tap_dir/$name/tmp_check/log" \
             PG_REGRESS="$pgxs/src/test/regress/pg_regress" REPO_ROOT="$tap_dir/repo" \
             PERL5LIB="$pgxs/src/test/perl" \
             prove -v "test/t/$name.pl" >"$tap_dir/$name.log" 2>&1); then
