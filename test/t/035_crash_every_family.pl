@@ -334,15 +334,19 @@ sub crash_inside
 		# With a blocker, the pause is a wait for the blocker itself: a job
 		# also waits briefly for other locks on its way (to extend a
 		# relation, on a loaded machine), which is not the pause.
+		# Every comparison is NULL-safe: while the job runs without waiting
+		# (loading a staging table, say) wait_event is NULL, and a NULL here
+		# once ended the poll as if the job had stopped (a pg18 failure).
 		my $waits = defined $blocker_pid
 		  ? "$blocker_pid = ANY (pg_blocking_pids(pid))"
-		  : q{wait_event_type = 'Lock'};
-		my $paused = qq{query LIKE '$c{statement}' AND (wait_event = 'PgSleep' OR $waits)};
+		  : q{wait_event_type IS NOT DISTINCT FROM 'Lock'};
+		my $paused = qq{(query LIKE '$c{statement}' AND (wait_event IS NOT DISTINCT FROM 'PgSleep' OR $waits))};
+		my $stopped = qq{(query LIKE '$c{statement}' AND state IS DISTINCT FROM 'active')};
 		$node->poll_query_until('crashdb',
-			"SELECT coalesce((SELECT $paused OR (query LIKE '$c{statement}' AND state <> 'active')"
-			  . " FROM pg_stat_activity WHERE pid = $pid), true)")
+			"SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid)"
+			  . " OR EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid AND ($paused OR $stopped))")
 		  or die "$what: the job did not reach its pause";
-		if ($node->safe_psql('crashdb', "SELECT coalesce((SELECT $paused FROM pg_stat_activity WHERE pid = $pid), false)") ne 't')
+		if ($node->safe_psql('crashdb', "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid AND $paused)") ne 't')
 		{
 			$bg->{run}->pump_nb;
 			die "$what: the job stopped before its pause: $bg->{stderr}";
