@@ -23,41 +23,10 @@ SELECT string_agg(pg_describe_object(classid, objid, objsubid), E'\n') AS fresh_
 -- full install script pg_idempotent--<version>.sql, the other database the
 -- chain of upgrade scripts from 0.1.0 (pg_dump --schema-only would show
 -- neither: it dumps an extension as its CREATE EXTENSION).
-SELECT string_agg(object || ' ' || md5(definition), E'\n' ORDER BY object) AS fresh_definitions FROM (
-  SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS object,
-         concat_ws(E'\n',
-           CASE WHEN d.classid = 'pg_proc'::regclass THEN (
-             SELECT CASE WHEN p.prokind = 'a' THEN pg_get_function_arguments(p.oid) || ' ' || a.aggtransfn::text || ' '
-                          || a.aggfinalfn::text || ' ' || a.aggcombinefn::text || ' ' || a.aggtranstype::regtype::text
-                         ELSE pg_get_functiondef(p.oid) END || ' ' || coalesce((SELECT string_agg(x.grantee::regrole::text || '=' || x.privilege_type, ',' ORDER BY 1) FROM aclexplode(p.proacl) x WHERE x.grantee IN (0, p.proowner)), '')
-               FROM pg_proc p LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid WHERE p.oid = d.objid) END,
-           CASE WHEN d.classid = 'pg_class'::regclass THEN (
-             SELECT c.relkind::text || ' ' || coalesce((SELECT string_agg(x.grantee::regrole::text || '=' || x.privilege_type, ',' ORDER BY 1) FROM aclexplode(c.relacl) x WHERE x.grantee IN (0, c.relowner)), '') || ' ' || coalesce(c.reloptions::text, '') || E'\n'
-                    || coalesce((SELECT string_agg(at.attname || ' ' || format_type(at.atttypid, at.atttypmod) || ' '
-                                                   || at.attnotnull::text || ' ' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), '')
-                                                   || ' ' || coalesce(at.attacl::text, '')
-                                                   || ' ' || coalesce(col_description(c.oid, at.attnum), ''), E'\n' ORDER BY at.attnum)
-                                   FROM pg_attribute at LEFT JOIN pg_attrdef ad ON ad.adrelid = at.attrelid AND ad.adnum = at.attnum
-                                  WHERE at.attrelid = c.oid AND at.attnum > 0 AND NOT at.attisdropped), '') || E'\n'
-                    || coalesce((SELECT string_agg(co.conname || ' ' || pg_get_constraintdef(co.oid), E'\n' ORDER BY co.conname)
-                                   FROM pg_constraint co WHERE co.conrelid = c.oid), '') || E'\n'
-                    || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), E'\n' ORDER BY 1)
-                                   FROM pg_index i WHERE i.indrelid = c.oid), '') || E'\n'
-                    || coalesce((SELECT string_agg(pg_get_triggerdef(t.oid), E'\n' ORDER BY t.tgname)
-                                   FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), '') || E'\n'
-                    || coalesce((SELECT string_agg(pol.polname || ' ' || pol.polcmd::text || ' ' || coalesce(pg_get_expr(pol.polqual, pol.polrelid), ''), E'\n' ORDER BY pol.polname)
-                                   FROM pg_policy pol WHERE pol.polrelid = c.oid), '') || E'\n'
-                    || CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) ELSE '' END
-               FROM pg_class c WHERE c.oid = d.objid) END,
-           CASE WHEN d.classid = 'pg_namespace'::regclass THEN (
-             SELECT n.nspacl::text FROM pg_namespace n WHERE n.oid = d.objid) END,
-           obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid))) AS definition
-    FROM pg_depend d
-   WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-     AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent')
-     AND NOT (d.classid = 'pg_type'::regclass AND EXISTS (
-           SELECT FROM pg_type t LEFT JOIN pg_type e ON e.oid = t.typelem
-            WHERE t.oid = d.objid AND (t.typrelid <> 0 OR e.typrelid <> 0)))) defs \gset
+-- (pg_regress feeds this file to psql on stdin: \i is relative to the tree's
+-- root, where every suite runs it.)
+\set definitions fresh_definitions
+\i sql/catalog_definitions.psql
 \c idem_upgrade_old
 CREATE EXTENSION pg_idempotent VERSION '0.1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
@@ -232,41 +201,8 @@ SELECT 'only after the update' AS side, object FROM (SELECT object FROM now_obje
 UNION ALL SELECT 'only in a fresh install', object FROM (SELECT object FROM fresh EXCEPT SELECT object FROM now_objects) b
 UNION ALL SELECT 'objects compared', count(*)::text FROM fresh;
 -- The same definitions, object by object.
-SELECT string_agg(object || ' ' || md5(definition), E'\n' ORDER BY object) AS now_definitions FROM (
-  SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS object,
-         concat_ws(E'\n',
-           CASE WHEN d.classid = 'pg_proc'::regclass THEN (
-             SELECT CASE WHEN p.prokind = 'a' THEN pg_get_function_arguments(p.oid) || ' ' || a.aggtransfn::text || ' '
-                          || a.aggfinalfn::text || ' ' || a.aggcombinefn::text || ' ' || a.aggtranstype::regtype::text
-                         ELSE pg_get_functiondef(p.oid) END || ' ' || coalesce((SELECT string_agg(x.grantee::regrole::text || '=' || x.privilege_type, ',' ORDER BY 1) FROM aclexplode(p.proacl) x WHERE x.grantee IN (0, p.proowner)), '')
-               FROM pg_proc p LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid WHERE p.oid = d.objid) END,
-           CASE WHEN d.classid = 'pg_class'::regclass THEN (
-             SELECT c.relkind::text || ' ' || coalesce((SELECT string_agg(x.grantee::regrole::text || '=' || x.privilege_type, ',' ORDER BY 1) FROM aclexplode(c.relacl) x WHERE x.grantee IN (0, c.relowner)), '') || ' ' || coalesce(c.reloptions::text, '') || E'\n'
-                    || coalesce((SELECT string_agg(at.attname || ' ' || format_type(at.atttypid, at.atttypmod) || ' '
-                                                   || at.attnotnull::text || ' ' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), '')
-                                                   || ' ' || coalesce(at.attacl::text, '')
-                                                   || ' ' || coalesce(col_description(c.oid, at.attnum), ''), E'\n' ORDER BY at.attnum)
-                                   FROM pg_attribute at LEFT JOIN pg_attrdef ad ON ad.adrelid = at.attrelid AND ad.adnum = at.attnum
-                                  WHERE at.attrelid = c.oid AND at.attnum > 0 AND NOT at.attisdropped), '') || E'\n'
-                    || coalesce((SELECT string_agg(co.conname || ' ' || pg_get_constraintdef(co.oid), E'\n' ORDER BY co.conname)
-                                   FROM pg_constraint co WHERE co.conrelid = c.oid), '') || E'\n'
-                    || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), E'\n' ORDER BY 1)
-                                   FROM pg_index i WHERE i.indrelid = c.oid), '') || E'\n'
-                    || coalesce((SELECT string_agg(pg_get_triggerdef(t.oid), E'\n' ORDER BY t.tgname)
-                                   FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), '') || E'\n'
-                    || coalesce((SELECT string_agg(pol.polname || ' ' || pol.polcmd::text || ' ' || coalesce(pg_get_expr(pol.polqual, pol.polrelid), ''), E'\n' ORDER BY pol.polname)
-                                   FROM pg_policy pol WHERE pol.polrelid = c.oid), '') || E'\n'
-                    || CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) ELSE '' END
-               FROM pg_class c WHERE c.oid = d.objid) END,
-           CASE WHEN d.classid = 'pg_namespace'::regclass THEN (
-             SELECT n.nspacl::text FROM pg_namespace n WHERE n.oid = d.objid) END,
-           obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid))) AS definition
-    FROM pg_depend d
-   WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-     AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_idempotent')
-     AND NOT (d.classid = 'pg_type'::regclass AND EXISTS (
-           SELECT FROM pg_type t LEFT JOIN pg_type e ON e.oid = t.typelem
-            WHERE t.oid = d.objid AND (t.typrelid <> 0 OR e.typrelid <> 0)))) defs \gset
+\set definitions now_definitions
+\i sql/catalog_definitions.psql
 WITH now_defs AS (SELECT regexp_split_to_table(:'now_definitions', E'\n') AS d),
 fresh_defs AS (SELECT regexp_split_to_table(:'fresh_definitions', E'\n') AS d)
 SELECT 'defined otherwise after the update' AS side, d FROM (SELECT d FROM now_defs EXCEPT SELECT d FROM fresh_defs) a
