@@ -90,13 +90,14 @@ if [ -n "$readme_table_only" ]; then
     exit 0
 fi
 if [ "$DIR" = "$ROOT/bench/results" ] && grep -qxF "$README_BEGIN" "$ROOT/README.md"; then
-    readme_table "$TSV" >"$DIR/.readme_table.md"
-    awk -v begin_mark="$README_BEGIN" -v end_mark="$README_END" -v section="$DIR/.readme_table.md" '
+    readme_work=$(mktemp -d /tmp/pg_idempotent-readme.XXXXXX)
+    readme_table "$TSV" >"$readme_work/table.md"
+    awk -v begin_mark="$README_BEGIN" -v end_mark="$README_END" -v section="$readme_work/table.md" '
         $0 == begin_mark { print; while ((getline l < section) > 0) print l; skip = 1; next }
         $0 == end_mark { skip = 0 }
-        !skip' "$ROOT/README.md" >"$DIR/.readme.md"
-    cat "$DIR/.readme.md" >"$ROOT/README.md"
-    rm -f "$DIR/.readme.md" "$DIR/.readme_table.md"
+        !skip' "$ROOT/README.md" >"$readme_work/README.md"
+    cat "$readme_work/README.md" >"$ROOT/README.md"
+    rm -rf "$readme_work"
 fi
 
 if ! command -v gnuplot >/dev/null; then

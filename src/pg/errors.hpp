@@ -79,10 +79,9 @@ inline constexpr const char* kLeaseLost = "ID004";
 // An event appended again with other content than the one already there
 // (idem.append; also in its statement's text as 'ID005').
 inline constexpr const char* kAppendConflict = "ID005";
-// A merge source row at the target row's version with other content: the
-// version says "no change" and the content says otherwise (idem.merge with
-// version_column; in its statement's text as 'ID006'). Before 0.8.0: 21000.
-inline constexpr const char* kVersionConflict = "ID006";
+// ID006, a merge source row at the target row's version with other content
+// (21000 before 0.8.0), is raised only by the statement merge writes
+// (merge_sql.cpp, as 'ID006' in its text): no C++ code names it.
 }  // namespace sqlstate
 
 class UserError : public std::exception {

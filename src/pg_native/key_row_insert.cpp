@@ -332,7 +332,7 @@ int64 next_token()
     const Oid seq = get_relname_relid("key_tokens", ns);
     if (!OidIsValid(seq))
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence idem.key_tokens does not exist"),
-                        errhint("Run ALTER EXTENSION pg_idempotent UPDATE: the sequence came with 0.7.0.")));
+                        errhint("Run ALTER EXTENSION pg_idempotent UPDATE: the sequence came with 0.8.0.")));
     return nextval_internal(seq, true);
 }
 

@@ -87,7 +87,7 @@ def main():
         # for a can't-happen internal error and carries none.
         for m in re.finditer(r"\bereport\s*\(\s*ERROR\b", text):
             sites += 1
-            if "errhint(" not in " ".join(call_args(text, m.end() - len(m.group(0)) + text[m.start():].index("("))):
+            if "errhint(" not in " ".join(call_args(text, text.index("(", m.start()))):
                 line = text.count("\n", 0, m.start()) + 1
                 problems.append(f"{path}:{line}: ereport(ERROR) without errhint")
     for p in problems:
