@@ -7,7 +7,8 @@
 #   3. runs the GoogleTest unit tests of the pure C++ core
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
 #   5. runs the docs suite (test/docs: README's and docs/' examples), the
-#      pg_regress suite, the security suite (sql/security_*.sql),
+#      demo suite (test/demo: `make demo`'s script), the pg_regress suite,
+#      the security suite (sql/security_*.sql),
 #      the isolation specs, the stress suite (test/stress: pgbench, its own
 #      cluster), the pgTAP example (examples/pgtap) and the TAP tests; then
 #      the package suite: builds, installs and purges the Debian package,
@@ -16,7 +17,7 @@
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit docs regress security isolation stress pgtap tap citus package sanitize"
+# SUITES="unit docs demo regress security isolation stress pgtap tap citus package sanitize"
 # limits what runs
 # (all by default).
 set -uo pipefail
@@ -28,7 +29,7 @@ source test/lib/cluster.sh
 source test/lib/private_pg.sh
 source test/lib/citus.sh
 
-SUITES=${SUITES:-"unit docs regress security isolation stress pgtap tap citus package sanitize"}
+SUITES=${SUITES:-"unit docs demo regress security isolation stress pgtap tap citus package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -177,6 +178,18 @@ if wants15 docs; then
     docs_rc=$?
     count_tap_lines "$RUN_DIR/docs.log" docs "$docs_rc" "$docs_before" "$docs_failed_before"
     grep -E "^(ok|not ok|#)" "$RUN_DIR/docs.log" | sed "s/^/   /"
+fi
+
+# The demo suite (test/demo/run.sh): `make demo`'s script, with this run's
+# private installation, exits 0 and prints test/demo/expected.out, and
+# docs/testing.md quotes only what it prints. Its own throwaway cluster.
+if wants15 demo; then
+    echo "== demo (make demo's script prints the story docs/testing.md tells)"
+    demo_before=$((PASSED + FAILED)); demo_failed_before=$FAILED
+    PGBIN="$PGBIN" bash test/demo/run.sh >"$RUN_DIR/demo.log" 2>&1
+    demo_rc=$?
+    count_tap_lines "$RUN_DIR/demo.log" demo "$demo_rc" "$demo_before" "$demo_failed_before"
+    grep -E "^(ok|not ok|#)" "$RUN_DIR/demo.log" | sed "s/^/   /"
 fi
 
 if wants15 regress; then

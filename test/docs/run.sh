@@ -140,7 +140,8 @@ read -r meta_version meta_provides meta_file <<<"$meta"
 [ "$meta_file" = "pg_idempotent--$version.sql" ] || problems+="META.json provides file $meta_file"$'\n'
 grep -qx "EXTVERSION = $version" Makefile || problems+="Makefile EXTVERSION"$'\n'
 head -1 debian/changelog | grep -qF "($version)" || problems+="debian/changelog: $(head -1 debian/changelog)"$'\n'
-top=$(grep -m1 '^## \[' CHANGELOG.md)
+# (an "## [Unreleased]" section above it collects what the next release brings)
+top=$(grep -m1 '^## \[[0-9]' CHANGELOG.md)
 [[ "$top" =~ ^"## [$version] - "[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || problems+="CHANGELOG's first release: $top"$'\n'
 grep -q "^Version $version\. " README.md || problems+="README does not say 'Version $version.'"$'\n'
 [ -f "pg_idempotent--$version.sql" ] || problems+="no install script pg_idempotent--$version.sql"$'\n'
