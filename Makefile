@@ -16,9 +16,8 @@ EXTVERSION = 0.8.0
 # common/ for what families share, pg/ the boundary to PostgreSQL, pg_native/
 # the feature code written against PostgreSQL's executor and access methods,
 # core/ pure C++ (docs/code-layout.md). PURE_SRCS include no PostgreSQL
-# header: the unit tests compile them without PostgreSQL's include path, so
-# a PostgreSQL header creeping into one fails that build.
-PURE_SRCS = $(sort $(wildcard src/core/*.cpp)) src/merge/merge_sql.cpp src/append/append_sql.cpp src/common/conflict_tally.cpp src/overwrite/row_sample.cpp src/snapshot/snapshot_sql.cpp
+# header: src/pure_sources.txt lists them for this Makefile and CMakeLists.txt.
+PURE_SRCS = $(sort $(wildcard $(shell grep -v '^\#' src/pure_sources.txt)))
 MODULE_SRCS = $(sort $(wildcard src/*.cpp src/*/*.cpp))
 OBJS = $(MODULE_SRCS:.cpp=.o)
 
@@ -33,8 +32,10 @@ REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 PG_CONFIG ?= $(shell test -x /usr/lib/postgresql/15/bin/pg_config && echo /usr/lib/postgresql/15/bin/pg_config || echo pg_config)
 
 PG_CPPFLAGS = -I$(CURDIR)/src
-PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -fvisibility=hidden -MMD -MP
-SHLIB_LINK += -lstdc++
+# -fvisibility-inlines-hidden as CMake's VISIBILITY_INLINES_HIDDEN; what the
+# module exports is src/exports.map's (linked below, both builds).
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -fvisibility=hidden -fvisibility-inlines-hidden -MMD -MP
+SHLIB_LINK += -lstdc++ -Wl,--version-script=$(CURDIR)/src/exports.map
 
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 # The majors src/pg/compat.hpp knows (tested here: 15 and 18).
@@ -45,6 +46,8 @@ ifeq ($(filter $(PG_MAJOR),$(PG_MAJORS_SUPPORTED)),)
 $(error pg_idempotent builds against PostgreSQL $(PG_MAJORS_SUPPORTED); $(PG_CONFIG) is PostgreSQL $(PG_MAJOR))
 endif
 include $(PGXS)
+# Relinked when what it exports changes.
+$(shlib): src/exports.map
 # PostgreSQL's headers trip C++17 warnings (register): read them as system
 # headers. The JIT bitcode rule ignores PG_CXXFLAGS and needs the language.
 override CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I$(includedir_server)%,$(CPPFLAGS))) $(filter-out -I$(includedir_server)%,$(CPPFLAGS))
@@ -97,10 +100,12 @@ format:
 	$(CLANG_FORMAT) -i $(FORMAT_FILES)
 format-check:
 	$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_FILES)
-# test/unit/run.sh and CMakeLists.txt read the pure sources from here.
-.PHONY: print-pure-srcs
+# test/unit/run.sh and test/cmake/run.sh read the sources from here.
+.PHONY: print-pure-srcs print-module-srcs
 print-pure-srcs:
 	@echo $(PURE_SRCS)
+print-module-srcs:
+	@echo $(MODULE_SRCS)
 # Builds a copy of the tree and installs it into a private copy of
 # PostgreSQL's installation, never over the installed module
 # (test/sanitize/run.sh); make test runs it too.

@@ -4,7 +4,8 @@
 #   1. installs missing Debian packages (as root; otherwise names them)
 #   2. builds with -Werror and installs the module into a private copy of
 #      PostgreSQL 15's installation (never over the installed module)
-#   3. runs the GoogleTest unit tests of the pure C++ core
+#   3. runs the GoogleTest unit tests of the pure C++ core, and the cmake
+#      suite (test/cmake: CMakeLists.txt builds the same module)
 #   4. starts a private PostgreSQL 15 cluster (own socket dir and port)
 #   5. runs the docs suite (test/docs: README's and docs/' examples), the
 #      demo suite (test/demo: `make demo`'s script), the pg_regress suite,
@@ -17,7 +18,7 @@
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit docs demo regress security isolation stress pgtap tap citus package sanitize"
+# SUITES="unit cmake docs demo regress security isolation stress pgtap tap citus package sanitize"
 # limits what runs
 # (all by default).
 set -uo pipefail
@@ -29,7 +30,7 @@ source test/lib/cluster.sh
 source test/lib/private_pg.sh
 source test/lib/citus.sh
 
-SUITES=${SUITES:-"unit docs demo regress security isolation stress pgtap tap citus package sanitize"}
+SUITES=${SUITES:-"unit cmake docs demo regress security isolation stress pgtap tap citus package sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -139,6 +140,18 @@ if wants unit; then
     if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then note_result unit/no-tests-ran fail; fi
     PASSED=$((PASSED + ok)); FAILED=$((FAILED + bad))
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
+fi
+
+# The cmake suite (test/cmake/run.sh): CMakeLists.txt builds, with
+# -Werror, the module the Makefile built above: the same sources, exported
+# symbols and installed files.
+if wants cmake; then
+    echo "== cmake (CMakeLists.txt builds the same module as the Makefile)"
+    cmake_before=$((PASSED + FAILED)); cmake_failed_before=$FAILED
+    PGBIN="$PGBIN" bash test/cmake/run.sh >"$RUN_DIR/cmake.log" 2>&1
+    cmake_rc=$?
+    count_tap_lines "$RUN_DIR/cmake.log" cmake "$cmake_rc" "$cmake_before" "$cmake_failed_before"
+    grep -E "^(ok|not ok|#)" "$RUN_DIR/cmake.log" | sed "s/^/   /"
 fi
 
 if wants15 docs || wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
