@@ -142,16 +142,24 @@ if wants unit; then
     [ "$bad" -gt 0 ] && FAILURES+=("unit")
 fi
 
+# run_script_suite LABEL SCRIPT: a suite script that prints its own TAP
+# lines ("ok N - name"), run with the programs of $PGBIN; its log goes to
+# $RUN_DIR/LABEL.log, each line counts, and a script that counted nothing,
+# or failed without a failed line, is a failure too.
+run_script_suite() {
+    local label=$1 script=$2 counted_before=$((PASSED + FAILED)) failed_before=$FAILED rc
+    PGBIN="$PGBIN" bash "$script" >"$RUN_DIR/$label.log" 2>&1
+    rc=$?
+    count_tap_lines "$RUN_DIR/$label.log" "$label" "$rc" "$counted_before" "$failed_before"
+    grep -E "^(ok|not ok|#)" "$RUN_DIR/$label.log" | sed "s/^/   /"
+}
+
 # The cmake suite (test/cmake/run.sh): CMakeLists.txt builds, with
 # -Werror, the module the Makefile built above: the same sources, exported
 # symbols and installed files.
 if wants cmake; then
     echo "== cmake (CMakeLists.txt builds the same module as the Makefile)"
-    cmake_before=$((PASSED + FAILED)); cmake_failed_before=$FAILED
-    PGBIN="$PGBIN" bash test/cmake/run.sh >"$RUN_DIR/cmake.log" 2>&1
-    cmake_rc=$?
-    count_tap_lines "$RUN_DIR/cmake.log" cmake "$cmake_rc" "$cmake_before" "$cmake_failed_before"
-    grep -E "^(ok|not ok|#)" "$RUN_DIR/cmake.log" | sed "s/^/   /"
+    run_script_suite cmake test/cmake/run.sh
 fi
 
 if wants15 docs || wants15 regress || wants15 security || wants15 isolation || wants15 pgtap; then
@@ -186,11 +194,7 @@ run_regress_suite() {
 # the cluster holds no other test's roles.
 if wants15 docs; then
     echo "== docs (every SQL example of README.md and docs/ runs as shown)"
-    docs_before=$((PASSED + FAILED)); docs_failed_before=$FAILED
-    PGBIN="$PGBIN" bash test/docs/run.sh >"$RUN_DIR/docs.log" 2>&1
-    docs_rc=$?
-    count_tap_lines "$RUN_DIR/docs.log" docs "$docs_rc" "$docs_before" "$docs_failed_before"
-    grep -E "^(ok|not ok|#)" "$RUN_DIR/docs.log" | sed "s/^/   /"
+    run_script_suite docs test/docs/run.sh
 fi
 
 # The demo suite (test/demo/run.sh): `make demo`'s script, with this run's
@@ -198,11 +202,7 @@ fi
 # docs/testing.md quotes only what it prints. Its own throwaway cluster.
 if wants15 demo; then
     echo "== demo (make demo's script prints the story docs/testing.md tells)"
-    demo_before=$((PASSED + FAILED)); demo_failed_before=$FAILED
-    PGBIN="$PGBIN" bash test/demo/run.sh >"$RUN_DIR/demo.log" 2>&1
-    demo_rc=$?
-    count_tap_lines "$RUN_DIR/demo.log" demo "$demo_rc" "$demo_before" "$demo_failed_before"
-    grep -E "^(ok|not ok|#)" "$RUN_DIR/demo.log" | sed "s/^/   /"
+    run_script_suite demo test/demo/run.sh
 fi
 
 if wants15 regress; then
@@ -228,18 +228,10 @@ fi
 # The stress suite (test/stress/run.sh): every family under concurrency with
 # pgbench (several clients, readers beside writers), in a cluster of its own
 # of $PGBIN; bounded in transactions, about a minute. It prints "ok N -
-# scenario". run_stress_suite LABEL.
-run_stress_suite() {
-    local label=$1 counted_before=$((PASSED + FAILED)) failed_before=$FAILED rc
-    PGBIN="$PGBIN" bash test/stress/run.sh >"$RUN_DIR/$label.log" 2>&1
-    rc=$?
-    count_tap_lines "$RUN_DIR/$label.log" "$label" "$rc" "$counted_before" "$failed_before"
-    grep -E "^(ok|not ok|#)" "$RUN_DIR/$label.log" | sed "s/^/   /"
-}
-
+# scenario".
 if wants15 stress; then
     echo "== stress (pgbench: every family, several clients, readers beside writers)"
-    run_stress_suite stress
+    run_script_suite stress test/stress/run.sh
 fi
 
 # The pgTAP example (examples/pgtap): each test file runs in a fresh database
@@ -456,7 +448,7 @@ if [[ " $PG_MAJORS " == *" 18 "* ]] && { wants regress || wants security || want
             fi
             if wants stress; then
                 echo "== pg18-stress"
-                run_stress_suite pg18-stress
+                run_script_suite pg18-stress test/stress/run.sh
             fi
             if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
                 echo "== pg18-tap"

@@ -18,22 +18,15 @@ cd "$ROOT"
 : "${PGBIN:?PGBIN: the bin directory of the installation both builds use}"
 PG_CONFIG="$PGBIN/pg_config"
 
-n=0
-failed=0
-result() {  # ok|fail name [details]
-    n=$((n + 1))
-    if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-    [ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/#   /'
-    return 0
-}
+source test/lib/tap.sh
 compare() {  # name expected-file actual-file: equal, and not empty
     local d
     if [ ! -s "$2" ]; then
-        result fail "$1" "nothing to compare: $(basename "$2") is empty"
+        tap_result fail "$1" "nothing to compare: $(basename "$2") is empty"
     elif d=$(diff -u "$2" "$3"); then
-        result ok "$1" "$(wc -l <"$2") entries in both"
+        tap_result ok "$1" "$(wc -l <"$2") entries in both"
     else
-        result fail "$1" "$d"
+        tap_result fail "$1" "$d"
     fi
 }
 
@@ -42,15 +35,15 @@ trap 'rm -rf "$work"' EXIT
 build="$work/build"
 
 if cmake -S . -B "$build" -DPG_CONFIG="$PG_CONFIG" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$work/configure.log" 2>&1; then
-    result ok cmake-configures
+    tap_result ok cmake-configures
 else
-    result fail cmake-configures "$(tail -30 "$work/configure.log")"
+    tap_result fail cmake-configures "$(tail -30 "$work/configure.log")"
     exit 1
 fi
 if nice cmake --build "$build" -j"$(nproc)" >"$work/build.log" 2>&1; then
-    result ok cmake-builds-with-werror
+    tap_result ok cmake-builds-with-werror
 else
-    result fail cmake-builds-with-werror "$(grep -E 'error|Error' "$work/build.log" | head -30)"
+    tap_result fail cmake-builds-with-werror "$(grep -E 'error|Error' "$work/build.log" | head -30)"
     exit 1
 fi
 
@@ -92,5 +85,4 @@ installed "$work/make-root" >"$work/make-files.txt"
 installed "$work/cmake-root" >"$work/cmake-files.txt"
 compare same-installed-files "$work/make-files.txt" "$work/cmake-files.txt"
 
-echo "# cmake: $((n - failed)) of $n checks passed"
-[ $failed -eq 0 ]
+tap_finish cmake

@@ -15,39 +15,31 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 : "${PGBIN:?PGBIN: the bin directory of the installation to run the demo with}"
 
-n=0
-failed=0
-result() {  # ok|fail name [details]
-    n=$((n + 1))
-    if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=$((failed + 1)); fi
-    [ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/#   /'
-    return 0
-}
+source test/lib/tap.sh
 
 out=$(mktemp -d /tmp/pg_idempotent-demo.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 PG_CONFIG="$PGBIN/pg_config" bash demo/run.sh >"$out/demo.log" 2>&1
 rc=$?
-if [ $rc -eq 0 ]; then result ok demo-exits-0; else result fail demo-exits-0 "exit status $rc; it printed:
+if [ $rc -eq 0 ]; then tap_result ok demo-exits-0; else tap_result fail demo-exits-0 "exit status $rc; it printed:
 $(cat "$out/demo.log")"; fi
 
 grep -v '^throwaway cluster: socket ' "$out/demo.log" >"$out/demo.out"
 if d=$(diff -u test/demo/expected.out "$out/demo.out"); then
-    result ok demo-prints-expected
+    tap_result ok demo-prints-expected
 else
-    result fail demo-prints-expected "$d"
+    tap_result fail demo-prints-expected "$d"
 fi
 
 if q=$(python3 test/demo/check_quotes.py docs/testing.md "$out/demo.out"); then
-    result ok docs-testing-quotes-printed "$q"
+    tap_result ok docs-testing-quotes-printed "$q"
 else
-    result fail docs-testing-quotes-printed "$q"
+    tap_result fail docs-testing-quotes-printed "$q"
 fi
 if q=$(python3 test/demo/check_quotes.py test/demo/broken.md "$out/demo.out"); then
-    result fail checker-fails-on-broken-quote "it passed test/demo/broken.md: $q"
+    tap_result fail checker-fails-on-broken-quote "it passed test/demo/broken.md: $q"
 else
-    result ok checker-fails-on-broken-quote "$q"
+    tap_result ok checker-fails-on-broken-quote "$q"
 fi
 
-echo "# demo: $((n - failed)) of $n checks passed"
-[ $failed -eq 0 ]
+tap_finish demo

@@ -22,13 +22,9 @@ PSQL=${PGBIN:+$PGBIN/}psql
 # Times and messages print the same on every machine.
 export PGTZ=UTC PGDATESTYLE=ISO,MDY PGOPTIONS="${PGOPTIONS:-} -c lc_messages=C -c lc_monetary=C -c lc_numeric=C"
 
-n=0
-failed=0
+source test/lib/tap.sh
 result() {  # ok|fail name description [details]
-    n=$((n + 1))
-    if [ "$1" = ok ]; then echo "ok $n - $2 $3"; else echo "not ok $n - $2 $3"; failed=$((failed + 1)); fi
-    [ -n "${4:-}" ] && printf '%s\n' "$4" | sed 's/^/#   /'
-    return 0
+    tap_result "$1" "$2 $3" "${4:-}"
 }
 
 REF_BEGIN='<!-- generated: reference table begin -->'
@@ -160,5 +156,4 @@ lines=$(wc -l <README.md)
 if [ "$lines" -le 420 ]; then result ok readme-length "README.md is $lines lines (at most about 400)"
 else result fail readme-length "README.md is $lines lines (at most about 400)"; fi
 
-echo "# docs: $n checks, $failed failed"
-[ "$failed" -eq 0 ]
+tap_finish docs
