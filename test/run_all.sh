@@ -13,12 +13,13 @@
 #      the isolation specs, the stress suite (test/stress: pgbench, its own
 #      cluster), the pgTAP example (examples/pgtap) and the TAP tests; then
 #      the package suite: builds, installs and purges the Debian package,
-#      checks the PGXN archive; last the sanitize suite
+#      checks the PGXN archive; the bench suite (make bench at a tiny
+#      size); last the sanitize suite
 #   6. checks the server log for crashes
 #   7. removes the cluster (also on failure or Ctrl-C) and prints
 #      "N passed, N failed" last; exits non-zero on any failure
 #
-# SUITES="unit cmake docs demo regress security isolation stress pgtap tap citus package sanitize"
+# SUITES="unit cmake docs demo regress security isolation stress pgtap tap citus package bench sanitize"
 # limits what runs
 # (all by default).
 set -uo pipefail
@@ -30,7 +31,7 @@ source test/lib/cluster.sh
 source test/lib/private_pg.sh
 source test/lib/citus.sh
 
-SUITES=${SUITES:-"unit cmake docs demo regress security isolation stress pgtap tap citus package sanitize"}
+SUITES=${SUITES:-"unit cmake docs demo regress security isolation stress pgtap tap citus package bench sanitize"}
 # Logs and pg_regress output go to a directory of this run, so two runs on
 # one machine (a developer and CI, or two worktrees) never mix their results.
 RUN_DIR=$(mktemp -d /tmp/pg_idempotent-run.XXXXXX)
@@ -475,6 +476,15 @@ if wants15 package; then
             cat "$RUN_DIR/package-$t.log"
         fi
     done
+fi
+
+# The bench suite (test/bench/run.sh): make bench's script from end to end
+# at a tiny size, one round each, into a directory of its own (the committed
+# report stays): every benchmark runs and the report is whole. About three
+# minutes (its own build and cluster).
+if wants15 bench; then
+    echo "== bench (make bench's script at a tiny size: every benchmark runs, the report is whole)"
+    run_script_suite bench test/bench/run.sh
 fi
 
 # ASan + UBSan (test/sanitize/run.sh): the regress suite and the isolation
