@@ -4,7 +4,7 @@
 # private copy), after the Makefile's build in the tree. Prints one TAP line
 # per check:
 #   - CMake configures and builds everything (module, command line tool,
-#     unit tests) with -Wall -Wextra -Werror;
+#     unit tests) with -Wall -Wextra -Werror, and its unit tests pass (ctest);
 #   - the module is compiled from the same sources (make print-module-srcs)
 #     and the unit tests from the same pure sources (make print-pure-srcs,
 #     both read src/pure_sources.txt);
@@ -45,6 +45,15 @@ if nice cmake --build "$build" -j"$(nproc)" >"$work/build.log" 2>&1; then
 else
     tap_result fail cmake-builds-with-werror "$(grep -E 'error|Error' "$work/build.log" | head -30)"
     exit 1
+fi
+
+# The unit tests as CMake built them, through ctest (CMakeLists.txt's
+# "unit" test; the server suites it declares run test/run_all.sh).
+if (cd "$build" && ctest -R '^unit$' --output-on-failure) >"$work/ctest.log" 2>&1 &&
+    grep -q "100% tests passed" "$work/ctest.log"; then
+    tap_result ok cmake-unit-tests-pass "ctest: $(grep -m1 'tests passed' "$work/ctest.log")"
+else
+    tap_result fail cmake-unit-tests-pass "$(tail -30 "$work/ctest.log")"
 fi
 
 # The sources each CMake target compiled, from its compile commands.
