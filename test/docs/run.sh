@@ -4,7 +4,8 @@
 # psql of PGBIN; prints one TAP line per check:
 #   - every file's SQL blocks run in order in a fresh database, their
 #     output and errors as shown (test/docs/check_docs.py), its links and
-#     the repository paths it names exist;
+#     the repository paths it names exist (also for bench/README.md,
+#     examples/pgtap/README.md and SECURITY.md);
 #   - the checker fails on the broken examples of test/docs/broken/ (a
 #     docs suite that cannot fail proves nothing);
 #   - README's performance table is bench/report.sh's, from
@@ -54,7 +55,8 @@ if [ "${1:-}" = --write-reference ]; then
 fi
 
 # 1. Every document's examples.
-docs=(README.md docs/*.md)
+# (and the other pages a reader meets: bench's and the pgTAP example's READMEs, SECURITY.md)
+docs=(README.md docs/*.md bench/README.md examples/pgtap/README.md SECURITY.md)
 out=$(python3 test/docs/check_docs.py --psql "$PSQL" --root "$ROOT" "${docs[@]}" 2>&1)
 while IFS= read -r line; do
     case "$line" in
