@@ -12,6 +12,17 @@
 BENCH_ROUNDS=${BENCH_ROUNDS:-7}
 BENCH_WARMUP=${BENCH_WARMUP:-1}
 
+# bench_names: the benchmarks, one name per line: every bench/NAME.sh but
+# the tools (run.sh, lib.sh, report.sh, compare.sh). From the repository.
+bench_names() {
+    local f name
+    for f in bench/*.sh; do
+        name=$(basename "$f" .sh)
+        case "$name" in run | lib | report | compare) continue ;; esac
+        echo "$name"
+    done
+}
+
 # The table sizes every benchmark measures at (rows; for claim, the keys
 # already in the table): BENCH_SIZES, ascending and without repeats in
 # BENCH_SIZE_LIST. Small sizes make a quick run; the report's chart is

@@ -126,11 +126,9 @@ BENCH_TSV=$BENCH_RESULTS/latest.tsv
 printf 'bench\tcase\tsize\tours_ms\thandwritten_ms\tratio\tours\thandwritten\n' >"$BENCH_TSV"
 
 scripts=()
-for f in bench/*.sh; do
-    name=$(basename "$f" .sh)
-    case "$name" in run|lib|report|compare) continue ;; esac
+for name in $(bench_names); do
     if [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " != *" $name "* ]]; then continue; fi
-    scripts+=("$f")
+    scripts+=("bench/$name.sh")
 done
 [ ${#scripts[@]} -gt 0 ] || { echo "no benchmark matches BENCH_ONLY='${BENCH_ONLY:-}'" >&2; exit 1; }
 

@@ -15,6 +15,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 source test/lib/tap.sh
+source bench/lib.sh
 : "${PGBIN:?PGBIN: the bin directory of the installation to benchmark}"
 
 out=$(mktemp -d /tmp/pg_idempotent-bench.XXXXXX)
@@ -37,9 +38,7 @@ fi
 
 report="$BENCH_RESULTS/latest.md"
 missing=()
-for script in bench/*.sh; do
-    name=$(basename "$script" .sh)
-    case $name in run | lib | report | compare) continue ;; esac
+for name in $(bench_names); do
     grep -qx "## $name" "$report" 2>/dev/null || missing+=("$name")
 done
 grep -qx "## Summary" "$report" 2>/dev/null || missing+=("Summary")
