@@ -1,98 +1,31 @@
-# Sourced. Citus for the citus suite (issue 25): built once from CITUS_SRC
-# into a cache, copied into a run's private PostgreSQL installation, and a
-# cluster of a coordinator and two workers on local ports.
-#
-# CITUS_SRC: a Citus source tarball or directory. CITUS_PATCHES: patches to
-# apply (patch -p1), by default the *.patch files beside a tarball (the one
-# in ../shared/citus that Citus 13.2.2 needs for PostgreSQL 15.20).
-# CITUS_CACHE (/var/cache/pg_idempotent/citus): where builds are kept, one
-# per source, patches and PostgreSQL version: a second run does not rebuild.
+# Sourced. Citus for the citus suite (issue 25): where Citus is installed for
+# the server under test (Citus's own packages, e.g. postgresql-17-citus-13.2,
+# put citus.so in that server's pg_config --pkglibdir), a cluster of a
+# coordinator and two workers on local ports. The project never carries,
+# fetches or builds Citus's source: without an installation the suite is
+# skipped (test/run_all.sh says so in one line).
 
-CITUS_CACHE=${CITUS_CACHE:-/var/cache/pg_idempotent/citus}
-# What building Citus needs beyond the server's development files.
-CITUS_DEPS=(liblz4-dev libzstd-dev libkrb5-dev libssl-dev libicu-dev libselinux1-dev libxslt1-dev libpam0g-dev)
-
-# citus_patches: CITUS_PATCH_LIST, an array (paths may hold spaces).
-citus_patches() {
-    CITUS_PATCH_LIST=()
-    if [ -n "${CITUS_PATCHES+x}" ]; then
-        read -r -a CITUS_PATCH_LIST <<<"$CITUS_PATCHES"
-    elif [ -f "$CITUS_SRC" ]; then
-        local p
-        for p in "$(dirname "$CITUS_SRC")"/*.patch; do
-            [ -f "$p" ] && CITUS_PATCH_LIST+=("$p")
-        done
-    fi
-    return 0
-}
-
-# The cache key: the source's content, the patches and the server version.
-citus_key() {
-    local pg_config=$1 p
-    {
-        if [ -d "$CITUS_SRC" ]; then
-            (cd "$CITUS_SRC" && find . -type f ! -path './.git/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-        else
-            sha256sum <"$CITUS_SRC"
+# citus_pg_config MAJOR SYSTEM_PG_CONFIG: prints the pg_config of a
+# PostgreSQL MAJOR that has Citus: CITUS_PG_CONFIG when it names one of
+# that major, else SYSTEM_PG_CONFIG when its pkglibdir holds citus.so. Fails
+# (prints nothing) when neither has Citus.
+citus_pg_config() {
+    local major=$1 system=$2 config
+    for config in ${CITUS_PG_CONFIG:-} "$system"; do
+        [ -x "$config" ] || continue
+        [ "$("$config" --version | sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p')" = "$major" ] || continue
+        if [ -f "$("$config" --pkglibdir)/citus.so" ]; then
+            echo "$config"
+            return 0
         fi
-        for p in ${CITUS_PATCH_LIST[@]+"${CITUS_PATCH_LIST[@]}"}; do sha256sum <"$p"; done
-        "$pg_config" --version
-    } | sha256sum | cut -c1-16
-}
-
-# citus_stage PG_CONFIG: builds Citus (once) and prints the directory that
-# holds its installed files (make install DESTDIR=...), with the paths the
-# pg_config of the build reports. Fails with the build log's tail.
-citus_stage() {
-    local pg_config=$1 key dir
-    citus_patches
-    key=$(citus_key "$pg_config") || return 1
-    dir="$CITUS_CACHE/$key"
-    mkdir -p "$CITUS_CACHE" || return 1
-    # One build at a time per cache (CI and a developer may run at once);
-    # who waited finds it complete.
-    exec {citus_lock}>"$CITUS_CACHE/.lock" && flock "$citus_lock" || return 1
-    if [ -f "$dir/.complete" ]; then
-        flock -u "$citus_lock"
-        echo "$dir/stage"
-        return 0
-    fi
-    citus_build "$dir" "$pg_config"
-    local rc=$?
-    flock -u "$citus_lock"
-    [ $rc -eq 0 ] && echo "$dir/stage"
-    return $rc
-}
-
-# citus_build DIR PG_CONFIG: the build itself, into DIR/stage (under
-# citus_stage's lock).
-citus_build() {
-    local dir=$1 pg_config=$2
-    rm -rf "$dir" && mkdir -p "$dir/src" || return 1
-    echo "citus: building from $CITUS_SRC into $dir (about 5 minutes)" >&2
-    if [ -d "$CITUS_SRC" ]; then
-        cp -a "$CITUS_SRC/." "$dir/src/" || return 1
-    else
-        tar -xzf "$CITUS_SRC" -C "$dir/src" --strip-components=1 || return 1
-    fi
-    local p
-    for p in ${CITUS_PATCH_LIST[@]+"${CITUS_PATCH_LIST[@]}"}; do
-        (cd "$dir/src" && patch -p1 <"$p") >>"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; return 1; }
     done
-    if ! (cd "$dir/src" && ./configure --without-libcurl PG_CONFIG="$pg_config" &&
-          make -j2 && make install DESTDIR="$dir/stage") >>"$dir/build.log" 2>&1; then
-        tail -n 30 "$dir/build.log" >&2
-        return 1
-    fi
-    rm -rf "$dir/src"  # the build tree is 300 MB; the stage is what runs
-    touch "$dir/.complete"
+    return 1
 }
 
-# citus_install STAGE PRIVATE_ROOT: Citus's files into a private copy of
-# the installation (test/lib/private_pg.sh), at the same paths below it.
-citus_install() {
-    local stage=$1 root=$2
-    (cd "$stage" && tar -cf - .) | tar -C "$root" -xf - && chmod -R a+rX "$root"
+# citus_version: the Citus release of the running cluster's coordinator.
+citus_version() {
+    "$PGBIN/psql" -X -q -At -h "$CITUS_DIR" -p "${CITUS_PORTS[0]}" -U postgres -d postgres \
+        -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'" 2>/dev/null
 }
 
 # citus_cluster_start: a coordinator and two workers under one directory,

@@ -1,4 +1,4 @@
-# Sourced. A private, throwaway PostgreSQL 15 cluster for tests, the demo and
+# Sourced. A private, throwaway PostgreSQL cluster for tests, the demo and
 # the benchmarks: its own data directory, Unix socket directory and port, no
 # TCP listener (so it runs beside any server on 5432), stopped and removed by
 # cluster_stop, which callers put in an EXIT trap.
@@ -8,11 +8,20 @@
 # CLUSTER_EXTRA_CONF adds lines to postgresql.conf; CLUSTER_SERVER_ENV, an
 # array of NAME=VALUE, adds environment to the server process.
 
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+# PGBIN: the programs to run (Debian's PostgreSQL PG_MAJOR, 15, by default).
+PGBIN=${PGBIN:-/usr/lib/postgresql/${PG_MAJOR:-15}/bin}
 
+# As root, the command runs as postgres, from a directory postgres can
+# enter: a checkout under /root (a 0700 home) is not one, and the server and
+# psql would say "could not change directory". Callers that need another
+# directory cd into one of their own first.
 as_pg() {
     if [ "$(id -u)" -eq 0 ]; then
-        runuser -u postgres -- "$@"
+        if runuser -u postgres -- test -x "$PWD"; then
+            runuser -u postgres -- "$@"
+        else
+            (cd / && runuser -u postgres -- "$@")
+        fi
     else
         "$@"
     fi

@@ -20,16 +20,15 @@ ensure_deps() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# What building and testing need on a fresh Debian 12 machine.
-BUILD_DEPS=(make g++ cmake postgresql-15 postgresql-server-dev-15 postgresql-common
+# What building and testing need on a fresh Debian machine, for the
+# PostgreSQL major PG_MAJOR (15 by default: Debian 12's; 17 and 18 in the
+# Debian roots that test/lib/debian_root.sh makes from these same lists).
+PG_MAJOR=${PG_MAJOR:-15}
+BUILD_DEPS=(make g++ cmake postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-common
             libxxhash-dev libpq-dev)
 # pgTAP and pg_prove: the pgTAP example (examples/pgtap, suite "pgtap").
 TEST_DEPS=(libipc-run-perl libgtest-dev libjson-pp-perl locales
-           postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl)
-# clang-format: the unit suite checks the C++ layout (make format-check).
-TEST_DEPS+=(clang-format)
-# gcc 12's ASan and UBSan runtimes: the sanitize suite (test/sanitize/run.sh).
-TEST_DEPS+=(libasan8 libubsan1)
+           postgresql-$PG_MAJOR-pgtap libtap-parser-sourcehandler-pgtap-perl)
 # The package suite (test/package): dpkg-buildpackage and pg_buildext for the
 # Debian package (debian/), git for `make dist`, unzip to read its archive.
 TEST_DEPS+=(build-essential debhelper dpkg-dev postgresql-server-dev-all git unzip)
@@ -39,6 +38,15 @@ TEST_DEPS+=(libdbd-pg-perl)
 # python3: the docs suite (test/docs/check_docs.py) and the check that every
 # error has a HINT (test/unit/error_hints.py).
 TEST_DEPS+=(python3)
+# gnuplot draws the bench report's chart (the bench suite, bench/report.sh).
+TEST_DEPS+=(gnuplot-nox)
+# The sanitizers' runtimes come with g++ (gcc 12's libasan8 and libubsan1 on
+# Debian 12; the roots' gcc brings its own).
+# On the host only (Debian 12):
+# - clang-format: the unit suite checks the C++ layout (make format-check)
+#   with Debian 12's clang-format 14 only, since releases disagree on layout;
+# - debootstrap: the Debian roots of PostgreSQL 17 and 18.
+HOST_DEPS=(clang-format libasan8 libubsan1 debootstrap)
 
 # ensure_locale NAME: the tests switch lc_* to a locale other than the
 # cluster's (de_DE.UTF-8) to prove checksums ignore them; generate it if

@@ -21,7 +21,7 @@ private_pg_copy() {
         dirs+=("$("$system" --$d)")
     done
     # An installation under one prefix (PostgreSQL built from source,
-    # test/lib/pg18.sh) is copied whole: its lib directory holds the libpq
+    # into its own prefix) is copied whole: its lib directory holds the libpq
     # its programs use. Debian's, spread over /usr/lib/postgresql/N,
     # /usr/share/postgresql/N and /usr/include/postgresql, directory by
     # directory.

@@ -41,7 +41,11 @@ else
     (cd "$ROOT" && tar --exclude=./debian/.debhelper -cf - .) | tar -C "$SRC" -xf -
 fi
 
-echo "building the Debian package of pg_idempotent $VERSION in $SRC"
+# debian/control names the package of Debian 12's PostgreSQL (15); on
+# another release (the Debian roots of 17 and 18) it is made from
+# debian/control.in for the majors that release supports (debian/pgversions).
+(cd "$SRC" && pg_buildext updatecontrol)
+echo "building the Debian package of pg_idempotent $VERSION in $SRC ($(cd "$SRC" && pg_buildext supported-versions | xargs))"
 (cd "$SRC" && dpkg-buildpackage -us -uc -b -j"${BUILD_JOBS:-2}")
 
 shopt -s nullglob

@@ -7,10 +7,15 @@
 #   3. dpkg-deb -I / -c / -x: name, version, dependencies, the files a DBA
 #      needs, byte-identical SQL scripts and control file;
 #   4. as root, holding /tmp/pg_idempotent-install.lock exclusively:
-#      dpkg -i, CREATE EXTENSION on a throwaway cluster (and an update along
-#      every packaged upgrade path), the command line tool against it,
-#      dpkg --purge, and the files that were installed before put back
-#      byte for byte.
+#      apt installs it, CREATE EXTENSION on a throwaway cluster (and an
+#      update along every packaged upgrade path), a merge and its replay,
+#      the command line tool against it, dpkg --purge, and the files that
+#      were installed before put back byte for byte.
+#
+# For the PostgreSQL major PG_MAJOR (15, Debian 12's, by default): the suite
+# runs in the Debian roots of 17 and 18 too (test/run_all.sh), where
+# debian/pgversions (15+) gives postgresql-17-pg-idempotent and
+# postgresql-18-pg-idempotent.
 #
 # The package installs into the same paths as `make install`. Other test runs
 # hold the lock shared while they use the installed module, so this waits
@@ -21,7 +26,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/test/lib/cluster.sh"
 
-MAJOR=15
+MAJOR=${PG_MAJOR:-15}
 PKG=postgresql-$MAJOR-pg-idempotent
 LOCK=/tmp/pg_idempotent-install.lock
 EXTDIR=usr/share/postgresql/$MAJOR/extension
@@ -94,7 +99,8 @@ upstream=${deb_version#*:}
 upstream=${upstream%-*}
 same "Makefile EXTVERSION equals the control file's default_version" "$mk_version" "$VERSION"
 same "debian/changelog's version equals the control file's default_version" "$upstream" "$VERSION"
-same "debian/pgversions is PostgreSQL $MAJOR" "$(grep -v '^#' debian/pgversions | xargs)" "$MAJOR"
+same "debian/pgversions covers PostgreSQL 15 and later" "$(grep -v '^#' debian/pgversions | xargs)" "15+"
+same "the package is built for this machine's PostgreSQL, $MAJOR" "$(pg_buildext supported-versions "$ROOT" 2>&1 | xargs)" "$MAJOR"
 # The scripts the package must ship: every install and upgrade script.
 mapfile -t SCRIPTS < <(cd "$ROOT" && ls pg_idempotent--*.sql | LC_ALL=C sort)
 
@@ -164,12 +170,15 @@ if [ -s "$WORK/before.list" ]; then
     xargs -d '\n' sha256sum <"$WORK/before.list" >"$WORK/before.sha256"
 fi
 
-# Set first: a dpkg -i that fails halfway leaves a package to purge too.
+# Set first: an install that fails halfway leaves a package to purge too.
+# apt, as a DBA installs a downloaded package: it checks the dependencies
+# against the archive's packages, and waits for another apt or dpkg.
 INSTALLED_BY_US=1
-if dpkg_wait -i "$DEB" >"$WORK/install.log" 2>&1; then
-    ok "dpkg -i $(basename "$DEB")"
+if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o DPkg::Lock::Timeout=600 "$DEB" >"$WORK/install.log" 2>&1; then
+    ok "apt-get install ./$(basename "$DEB")"
 else
-    not_ok "dpkg -i $(basename "$DEB"):"
+    not_ok "apt-get install ./$(basename "$DEB"):"
     cat "$WORK/install.log"
     done_testing
 fi
@@ -196,6 +205,15 @@ if cluster_start 8>&- >"$WORK/cluster.log" 2>&1; then
                    -c 'ALTER EXTENSION pg_idempotent UPDATE' \
                    -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent'" 2>&1)" "$VERSION"
     done
+
+    # A merge and its replay: the second call writes nothing.
+    merged=$(psql_q -d postgres -c "CREATE TABLE pkg_src (id int PRIMARY KEY, v text)" \
+        -c "CREATE TABLE pkg_dst (id int PRIMARY KEY, v text)" \
+        -c "INSERT INTO pkg_src SELECT g, 'v' || g FROM generate_series(1, 50) g" \
+        -c "SELECT inserted, unchanged FROM idem.merge('pkg_dst', 'pkg_src')" \
+        -c "SELECT inserted, unchanged FROM idem.merge('pkg_dst', 'pkg_src')" \
+        -c "SELECT count(*) FROM pkg_dst" 2>&1 | xargs)
+    same "idem.merge inserts 50 rows; its replay finds them unchanged" "$merged" "50|0 0|50 50"
 
     sql_sum=$(psql_q -d postgres -c "CREATE TABLE pkg_t (id int PRIMARY KEY, v text)" \
         -c "INSERT INTO pkg_t SELECT g, 'row ' || g FROM generate_series(1, 100) g" \

@@ -36,6 +36,7 @@ cd "$ROOT"
 source test/lib/deps.sh
 source test/lib/cluster.sh
 source test/lib/private_pg.sh
+source test/lib/copy_tree.sh
 
 SOURCE=$(cd "${SANITIZE_SOURCE:-$ROOT}" && pwd)
 OUT=${SANITIZE_OUT:-$(mktemp -d /tmp/pg_idempotent-sanitize.XXXXXX)}
@@ -93,16 +94,7 @@ fi
 # --- 1. the source -----------------------------------------------------------
 step "copying $SOURCE"
 mkdir -p "$SANITIZED"
-if git -C "$SOURCE" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    # Tracked and untracked files as they are now, without what .gitignore
-    # lists (objects, results). A file deleted but not yet committed is
-    # skipped (--ignore-failed-read).
-    (cd "$SOURCE" && git ls-files -z -co --exclude-standard |
-        tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$SANITIZED" -xf -
-else
-    (cd "$SOURCE" && tar --exclude='*.o' --exclude='*.bc' --exclude='*.so' --exclude='*.d' \
-        --exclude=./build --exclude=./results --exclude=./tmp_check -cf - .) | tar -C "$SANITIZED" -xf -
-fi
+copy_tree "$SOURCE" "$SANITIZED"
 
 # --- 2. a private PostgreSQL installation ------------------------------------
 # The sanitized module never goes where PostgreSQL's servers load modules

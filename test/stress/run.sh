@@ -41,7 +41,7 @@ trap 'exit 130' INT TERM
 # With the machine's own PostgreSQL (not a private copy: test/run_all.sh
 # passes one), a package install must not replace the module under these
 # tests (test/package/deb.sh takes the same lock exclusively).
-if [ "$PGBIN" = /usr/lib/postgresql/15/bin ]; then
+if [[ "$PGBIN" == /usr/lib/postgresql/*/bin ]]; then
     exec 9>>/tmp/pg_idempotent-install.lock
     flock -s 9
 fi

@@ -9,7 +9,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $cli = '/usr/lib/postgresql/15/bin/pg_idempotent';
+# make install puts the tool beside the server's programs: those of the
+# installation under test, whose pg_config comes first on PATH.
+chomp(my $bindir = `pg_config --bindir`);
+my $cli = "$bindir/pg_idempotent";
 ok(-x $cli, 'pg_idempotent is installed by make install');
 
 my $node = PostgreSQL::Test::Cluster->new('cli');

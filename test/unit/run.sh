@@ -26,7 +26,15 @@ done
 # the C++ is laid out as .clang-format says.
 bash test/unit/layout.sh
 python3 test/unit/error_hints.py
-make -s --no-print-directory format-check
+# The layout is the one Debian 12's clang-format 14 gives (.clang-format):
+# later releases reflow some lambdas differently, so the check runs with 14
+# only (on the host; the Debian roots of 17 and 18 have no clang-format).
+if clang-format --version 2>/dev/null | grep -qE 'version 14\.'; then
+    make -s --no-print-directory format-check
+    echo "format-check: the C++ layout is .clang-format's (clang-format 14)"
+else
+    echo "format-check: not run here: it is pinned to clang-format 14 (Debian 12's), this machine has $(clang-format --version 2>/dev/null || echo none)"
+fi
 
 # No PostgreSQL include path: a pure source that includes a PostgreSQL
 # header fails here.
