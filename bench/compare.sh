@@ -2,7 +2,7 @@
 # bench/compare.sh [--update-readme] [DIR_A DIR_B]: the ratios of two
 # benchmark runs side by side, as a markdown table; by default PostgreSQL 15
 # (bench/results) beside PostgreSQL 18 (bench/results/pg18), the two runs of
-# `make bench` and `PG_CONFIG=.../pg18/install/bin/pg_config make bench`.
+# `make bench` and `tools/in_debian_root.sh 18 make bench`.
 #
 # Reads DIR/latest.tsv of each (bench/report.sh describes it: one row per
 # function, case and size, ratio = pg_idempotent / hand-written) and the

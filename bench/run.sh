@@ -20,8 +20,8 @@
 #
 # PG_CONFIG (default /usr/lib/postgresql/15/bin/pg_config): the PostgreSQL
 # to measure on, any major the Makefile builds against; e.g.
-# PG_CONFIG=/var/cache/pg_idempotent/pg18/install/bin/pg_config (built by
-# test/lib/pg18.sh). RESULTS is BENCH_RESULTS when set, else bench/results
+# the pg_config of PostgreSQL 18 in its Debian root (tools/in_debian_root.sh
+# 18 make bench). RESULTS is BENCH_RESULTS when set, else bench/results
 # for PostgreSQL 15 and bench/results/pgN for another major N.
 # BENCH_SIZES ("10000 100000 1000000") sets the table sizes, in rows;
 # BENCH_ONLY="checksum ..." runs only those benchmarks; BENCH_ROUNDS (7) and
@@ -144,7 +144,7 @@ report "# pg_idempotent benchmarks on PostgreSQL $PG_MAJOR"
 report ""
 report "- run: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit"
 report "- machine: $(nproc) CPU(s)${cpu:+, $cpu}, $(awk '/^MemTotal/ { printf "%.1f GB RAM", $2 / 1048576 }' /proc/meminfo)"
-# jit = on does nothing in a server built without LLVM (test/lib/pg18.sh
+# jit = on does nothing in a server built without LLVM (a source build
 # builds 18 so): say whether JIT can run at all.
 jit_available=no
 [ "$(bench_psql -c 'SELECT pg_jit_available()')" = t ] && jit_available=yes

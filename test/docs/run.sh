@@ -154,6 +154,12 @@ else
 fi
 
 # 5. The README is the front door, not the manual.
+# Nothing in the repository names a file outside it: a user's clone has no
+# ../shared beside it (the pattern is split so that this file does not match).
+outside=$(grep -rnI --exclude-dir=.git --exclude-dir=build --exclude-dir=results -e '\.\./shar''ed/' . || true)
+if [ -z "$outside" ]; then result ok no-outside-files "no file of the repository names ../shared"
+else result fail no-outside-files "no file of the repository names ../shared" "$outside"; fi
+
 lines=$(wc -l <README.md)
 if [ "$lines" -le 420 ]; then result ok readme-length "README.md is $lines lines (at most about 400)"
 else result fail readme-length "README.md is $lines lines (at most about 400)"; fi

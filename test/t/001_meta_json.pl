@@ -33,7 +33,7 @@ sub check_distribution
 	unlike($raw, qr/\.invalid\b/, "$what: no placeholder (.invalid) address");
 	is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '>= 15.0.0, < 19.0.0',
 		"$what: PostgreSQL prerequisite is 15 to 18");
-	like($meta->{description}, qr/Tested on PostgreSQL 15 and 18/, "$what: the description names the tested majors");
+	like($meta->{description}, qr/Tested on PostgreSQL 15, 17 and 18/, "$what: the description names the tested majors");
 	like($meta->{version}, qr/^\d+\.\d+\.\d+$/, "$what: version is a semantic version");
 	ok(ref $meta->{maintainer} eq 'ARRAY' ? @{ $meta->{maintainer} } > 0 : length $meta->{maintainer},
 		"$what: at least one maintainer");
