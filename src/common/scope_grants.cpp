@@ -114,6 +114,12 @@ GrantCache& grant_cache()
 }
 
 // Whether the role may use the scope, from idem's grant table (a query).
+// The table is read as it is now, not as the caller's snapshot shows it: an
+// answer read under a REPEATABLE READ snapshot older than a revoke (or one
+// imported with SET TRANSACTION SNAPSHOT) would otherwise be cached as
+// current and outlive the revoke for the rest of the session. The cache's
+// generation is read before this query, so a revoke committed meanwhile
+// still clears what it stores.
 bool granted(pg::SpiSession& spi, std::uint32_t user, const KindNames& names, const std::string& scope,
              const std::optional<std::string>& legacy_scope)
 {
@@ -121,7 +127,7 @@ bool granted(pg::SpiSession& spi, std::uint32_t user, const KindNames& names, co
     const char* const sql = grant_check_sql();
     pg::as_extension_owner([&] {
         auto r =
-            spi.query_saved(sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
+            spi.query_saved_latest(sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
                                   Param::of_text(legacy_scope.value_or(scope))});
         allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
     });
@@ -153,6 +159,15 @@ void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& s
     const GrantCache::Entry entry{user, static_cast<int>(kind), scope};
     if (cache.allows(entry))
         return;
+    // A role dropped while its session is open: its grant rows stay until
+    // the next grant change, and pg_has_role(oid, oid) of one OID is true
+    // even for a role that is gone. Its drop clears the cache
+    // (AUTHOID), so a cached answer never skips this.
+    if (!pg::role_exists(user))
+        throw UserError(sqlstate::kInsufficientPrivilege,
+                        "the role of this session (OID " + std::to_string(user) + ") has been dropped",
+                        "idem's state is used only by existing roles granted its kind and scope.",
+                        "Reconnect as an existing role.");
     if (!granted(spi, user, names, scope, legacy_scope)) {
         const std::string who = pg::current_user_name();
         throw UserError(sqlstate::kInsufficientPrivilege,

@@ -34,6 +34,11 @@ bool current_user_is_superuser()
     return pg_call([]() noexcept { return superuser(); });
 }
 
+bool role_exists(std::uint32_t role)
+{
+    return pg_call([&]() noexcept { return SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)); });
+}
+
 std::string role_name(std::uint32_t role)
 {
     const char* name = pg_call([&]() noexcept { return GetUserNameFromId(role, true); });

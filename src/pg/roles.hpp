@@ -19,6 +19,9 @@ namespace pg_idempotent::pg {
 std::uint32_t current_user_id();
 std::string current_user_name();
 bool current_user_is_superuser();
+// Whether the role still exists (a session's role can be dropped while the
+// session is open).
+bool role_exists(std::uint32_t role);
 // The role's name (its OID as text when it no longer exists).
 std::string role_name(std::uint32_t role);
 // Whether the current user has the privileges of role (is it, or a member

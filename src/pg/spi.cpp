@@ -7,6 +7,10 @@
 
 #include "pg/guard.hpp"
 
+extern "C" {
+#include "utils/snapmgr.h"
+}
+
 namespace pg_idempotent::pg {
 
 namespace {
@@ -274,6 +278,16 @@ std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
 
 QueryResult SpiSession::query_saved(const std::string& sql, const Params& params)
 {
+    return run_saved(sql, params, false);
+}
+
+QueryResult SpiSession::query_saved_latest(const std::string& sql, const Params& params)
+{
+    return run_saved(sql, params, true);
+}
+
+QueryResult SpiSession::run_saved(const std::string& sql, const Params& params, bool latest)
+{
     connect();
     SpiArgs args = convert_params(params);
     // One plan per statement and parameter types: a statement called with a
@@ -300,8 +314,13 @@ QueryResult SpiSession::query_saved(const std::string& sql, const Params& params
         });
         plans.emplace(key, plan);
     }
-    const int rc = pg_call([&]() noexcept { return SPI_execute_plan(plan, args.values, args.nulls, false, 0); });
-    check_spi(rc, "SPI_execute_plan");
+    const int rc = pg_call([&]() noexcept {
+        if (latest)
+            return SPI_execute_snapshot(plan, args.values, args.nulls, GetLatestSnapshot(), InvalidSnapshot, true,
+                                        false, 0);
+        return SPI_execute_plan(plan, args.values, args.nulls, false, 0);
+    });
+    check_spi(rc, latest ? "SPI_execute_snapshot" : "SPI_execute_plan");
     return copy_result();
 }
 

@@ -90,6 +90,12 @@ public:
     // must be one of the extension's own fixed statements, never text built
     // from caller input).
     QueryResult query_saved(const std::string& sql, const Params& params = {});
+    // query_saved read under the latest committed state (a fresh snapshot,
+    // as foreign-key checks read), not the caller's transaction snapshot:
+    // for decisions that must not depend on when the caller's REPEATABLE
+    // READ or SERIALIZABLE transaction began, or on a snapshot it imported
+    // (grants). Read-only statements only.
+    QueryResult query_saved_latest(const std::string& sql, const Params& params = {});
 
     // Runs a statement; returns the rows it processed.
     std::uint64_t execute(const std::string& sql, const Params& params = {});
@@ -110,6 +116,7 @@ public:
                      bool hide_statement = false);
 
 private:
+    QueryResult run_saved(const std::string& sql, const Params& params, bool latest);
     bool connected_ = false;
 };
 
