@@ -378,6 +378,11 @@ std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::st
     }
     const CurrentMark mark = current_mark(target, valid_to, valid_to_current);
     require_key_holds_partition_key(spi, target, key);
+    // The privileges idem.snapshot needs, before the lock: a role with none
+    // on the history table must not hold its lock (0.8.0 locked first and
+    // returned early when the index existed).
+    using P = pg::TablePrivilege;
+    pg::require_table_privileges(target.oid, {P::kSelect, P::kInsert, P::kUpdate}, "idem.snapshot_prepare");
     pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
     std::optional<std::string> name = current_version_index(spi, target.oid, key, mark);
     if (!name) {
