@@ -135,13 +135,19 @@ void record_written_unit(pg::SpiSession& spi, const pg::Relation& unit, const st
         }
     }
     pg::as_extension_owner([&] {
+        // The unit's own record: its writers take turns under the unit's
+        // lock, so this waits for no one else.
+        spi.query_saved("DELETE FROM idem.written_units w WHERE w.relid OPERATOR(pg_catalog.=) $1",
+                        {Param::of_oid(unit.oid)});
         // Records of relations that are gone (old partitions dropped by a
-        // swap) go at the same time: the table stays as small as the set of
-        // partitions written.
+        // swap) go at the same time, so the table stays as small as the set
+        // of partitions written; but only those no other transaction holds
+        // (SKIP LOCKED): another role's open or prepared overwrite that is
+        // cleaning them must not stall every overwrite in the database.
         spi.query_saved(
-            "DELETE FROM idem.written_units w WHERE w.relid OPERATOR(pg_catalog.=) $1"
-            " OR NOT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) w.relid)",
-            {Param::of_oid(unit.oid)});
+            "DELETE FROM idem.written_units w WHERE w.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+            "SELECT g.ctid FROM idem.written_units g WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_class c"
+            " WHERE c.oid OPERATOR(pg_catalog.=) g.relid) FOR UPDATE OF g SKIP LOCKED))");
         if (!witnessed)
             return;
         pg::Params values = {
