@@ -126,9 +126,9 @@ bool granted(pg::SpiSession& spi, std::uint32_t user, const KindNames& names, co
     bool allowed = false;
     const char* const sql = grant_check_sql();
     pg::as_extension_owner([&] {
-        auto r =
-            spi.query_saved_latest(sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
-                                  Param::of_text(legacy_scope.value_or(scope))});
+        auto r = spi.query_saved_latest(
+            sql, {Param::of_text(scope), Param::of_oid(user), Param::of_text(std::string(names.sql)),
+                  Param::of_text(legacy_scope.value_or(scope))});
         allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
     });
     return allowed;

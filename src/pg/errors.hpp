@@ -56,6 +56,7 @@ inline constexpr const char* kCheckViolation = "23514";
 inline constexpr const char* kDependentObjectsStillExist = "2BP01";
 inline constexpr const char* kInvalidSchemaName = "3F000";
 inline constexpr const char* kInvalidName = "42602";
+inline constexpr const char* kNameTooLong = "42622";
 inline constexpr const char* kUndefinedFunction = "42883";
 inline constexpr const char* kGeneratedAlways = "428C9";
 inline constexpr const char* kInvalidTableDefinition = "42P16";

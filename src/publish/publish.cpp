@@ -1,7 +1,9 @@
 #include "publish/publish.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -67,6 +69,14 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
         throw UserError(sqlstate::kInvalidName, "dataset name \"" + dataset + "\" has too many dots", {},
                         "Name the view as view or schema.view.");
     }
+    // PostgreSQL cuts a longer identifier at 63 bytes with a NOTICE: the view
+    // would be created under a name this lookup never finds again.
+    for (const std::string* part : {&d.schema, &d.name})
+        if (part->size() > 63)
+            throw UserError(sqlstate::kNameTooLong, "dataset name \"" + dataset + "\" has a part longer than 63 bytes",
+                            "PostgreSQL cuts identifiers at 63 bytes (NAMEDATALEN - 1), so the view would get "
+                            "another name than the dataset's.",
+                            "Name the dataset with a schema and a view name of at most 63 bytes each.");
     d.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(d.name);
     d.display = d.schema + "." + d.name;
     return d;
@@ -76,6 +86,29 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
 std::string version_table_name(const std::string& name, int version)
 {
     return core::identifier_with_suffix(name, "__v" + std::to_string(version));
+}
+
+// The name of a new version table: "<name>__v<n>" unless a relation of that
+// name is already in the schema (a role with CREATE there took it first, or
+// another dataset's long name was cut to the same one), then
+// "<name>__v<n>_<8 random hex digits>", which no one can take in advance.
+// The versions are found by OID (idem.dataset_versions), never by name, so
+// any free name will do.
+std::string free_version_table_name(const Dataset& d, int version)
+{
+    const std::string suffix = "__v" + std::to_string(version);
+    std::string name = core::identifier_with_suffix(d.name, suffix);
+    std::random_device random;
+    for (int attempt = 0; attempt < 8 && pg::relation_oid(d.schema, name) != 0; ++attempt) {
+        char tag[10];
+        std::snprintf(tag, sizeof tag, "_%08x", static_cast<unsigned>(random()));
+        name = core::identifier_with_suffix(d.name, suffix + tag);
+    }
+    if (pg::relation_oid(d.schema, name) != 0)
+        throw UserError(sqlstate::kDuplicateTable,
+                        "no free name for version " + std::to_string(version) + " of dataset \"" + d.display + "\"",
+                        "Relation " + name + " exists in schema \"" + d.schema + "\".", "Publish again.");
+    return name;
 }
 
 struct State {
@@ -454,7 +487,7 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
                                  std::uint32_t owner)
 {
     VersionTable t;
-    t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(version_table_name(d.name, version));
+    t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(free_version_table_name(d, version));
     t.rows = citus_installed() ? build_on_citus(spi, t.qualified, query)
                                : spi.execute("CREATE TABLE " + t.qualified + " AS " + query);
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
