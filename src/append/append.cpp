@@ -137,6 +137,14 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, bool arbiter)
 {
     using P = pg::TablePrivilege;
     pg::require_table_privileges(target.oid, {P::kSelect, P::kInsert}, "idem.append");
+    // The INSERT's ON CONFLICT ... DO UPDATE counts an event a concurrent
+    // writer inserted and never updates it, but PostgreSQL still checks
+    // UPDATE: said here, before any lock, in the extension's words.
+    if (arbiter)
+        pg::require_table_privileges(target.oid, {P::kUpdate},
+                                     "idem.append into a table with a unique index on the key (its INSERT ... ON "
+                                     "CONFLICT DO UPDATE, which updates no row, counts the events a concurrent "
+                                     "writer inserted)");
     if (!arbiter &&
         spi.query("SELECT pg_catalog.current_setting('transaction_isolation')").rows.at(0).at(0) != "read committed")
         throw UserError(sqlstate::kFeatureNotSupported,
