@@ -482,6 +482,9 @@ run_in_root() {
     chmod 755 "$work"
     inner=${work#"$root"}
     copy_tree "$ROOT" "$work/p" || { note_result copy-tree fail; return; }
+    # The git directory too (a few MB): make dist archives HEAD, and the
+    # docs suite lists the repository's files as git knows them.
+    [ -d "$ROOT/.git" ] && cp -a "$ROOT/.git" "$work/p/.git"
     mkdir -p "$work/logs"
     for name in "${ROOT_ENV_PASSED[@]}"; do
         [ -n "${!name+x}" ] && env+=("$name=${!name}")

@@ -5,6 +5,7 @@
 #include "common/installed_sql.hpp"
 #include "common/scope_grants.hpp"
 #include "core/digest.hpp"
+#include "keys/claimed_tokens.hpp"
 #include "keys/key_rows.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
@@ -360,11 +361,21 @@ ClaimOutcome claim_key(const ClaimRequest& request)
     return outcome;
 }
 
+// claim_key, and the token a leased claim drew remembered for this
+// session's writes without one (keys/claimed_tokens.hpp).
+ClaimOutcome claim_and_remember(const ClaimRequest& request)
+{
+    const ClaimOutcome outcome = claim_key(request);
+    if (outcome.owned && outcome.token)
+        keys::remember_claimed_token(request.scope, request.key, *outcome.token);
+    return outcome;
+}
+
 }  // namespace
 
 bool claim(const ClaimRequest& request)
 {
-    return claim_key(request).owned;
+    return claim_and_remember(request).owned;
 }
 
 std::optional<std::int64_t> claim_lease(const ClaimRequest& request)
@@ -373,7 +384,7 @@ std::optional<std::int64_t> claim_lease(const ClaimRequest& request)
         throw UserError(sqlstate::kNullValueNotAllowed, "lease must not be NULL", {},
                         "A key without a lease is claimed with idem.claim.");
     require_sql(SqlFeature::kKeyTokens, "idem.claim_lease");
-    const ClaimOutcome outcome = claim_key(request);
+    const ClaimOutcome outcome = claim_and_remember(request);
     if (!outcome.owned)
         return std::nullopt;
     if (!outcome.token)

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/installed_sql.hpp"
+#include "keys/claimed_tokens.hpp"
 #include "keys/key_rows.hpp"
 #include "keys/keys.hpp"
 
@@ -53,19 +54,42 @@ void require_owner(pg::SpiSession& spi, const std::string& key, const std::strin
         throw *error;
 }
 
-// complete without a token: as before fencing existed.
+// A write without a token from a session whose own leased claim of the key
+// drew a token (keys/claimed_tokens.hpp): the row must still hold that
+// token, or no token at all. $4: the token.
+constexpr const char* kStillOurs = " AND (k.token IS NULL OR k.token OPERATOR(pg_catalog.=) $4)";
+
+// ID004 when the key is in progress under another token than the one this
+// session's claim drew: another worker took it over.
+void refuse_taken_over(pg::SpiSession& spi, const std::string& key, const std::string& scope,
+                       const std::optional<std::int64_t>& ours)
+{
+    if (!ours)
+        return;
+    const std::optional<KeyRow> row = keys::lookup(spi, scope, key);
+    if (row && row->state == "in_progress" && row->token && *row->token != *ours)
+        throw *why_not_owner(row, key, scope, *ours);
+}
+
+// complete without a token: as before fencing existed, but fenced by the
+// token of this session's own leased claim of the key, when it made one.
 void complete_unfenced(pg::SpiSession& spi, const std::string& key, const std::optional<std::string>& result_json,
                        const std::string& scope)
 {
-    auto done = spi.query_saved(
-        std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
-                    " completed_at = pg_catalog.now(), lease_until = NULL") +
-            keys::where_key() +
-            " AND (k.state OPERATOR(pg_catalog.=) 'in_progress'"
-            "      OR k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id()) RETURNING true",
-        {Param::of_text(scope), Param::of_text(key), Param::of_text(result_json)});
+    const std::optional<std::int64_t> ours = keys::claimed_token(scope, key);
+    std::vector<Param> params{Param::of_text(scope), Param::of_text(key), Param::of_text(result_json)};
+    if (ours)
+        params.push_back(Param::of_int8(*ours));
+    auto done = spi.query_saved(std::string("UPDATE idem.keys k SET state = 'done', result = $3::pg_catalog.jsonb,"
+                                            " completed_at = pg_catalog.now(), lease_until = NULL") +
+                                    keys::where_key() +
+                                    " AND (k.state OPERATOR(pg_catalog.=) 'in_progress'"
+                                    "      OR k.claimed_by OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id())" +
+                                    (ours ? kStillOurs : "") + " RETURNING true",
+                                params);
     if (!done.rows.empty())
         return;
+    refuse_taken_over(spi, key, scope, ours);
     if (!keys::lookup(spi, scope, key))
         throw UserError(sqlstate::kObjectNotInPrerequisiteState, key_in_scope(key, scope) + " was never claimed", {},
                         "Call idem.claim first, in this transaction or with a lease.");
@@ -105,19 +129,25 @@ void save_point(const std::string& key, const std::string& recovery_point, const
     keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
         if (token)
             require_sql(SqlFeature::kKeyTokens, "idem.save_point with a token");
+        // Without a token, fenced by this session's own leased claim, if any.
+        const std::optional<std::int64_t> ours = token ? std::nullopt : keys::claimed_token(scope, key);
         std::vector<Param> params{Param::of_text(scope), Param::of_text(key), Param::of_text(recovery_point)};
-        if (token)
-            params.push_back(Param::of_int8(*token));
+        if (token || ours)
+            params.push_back(Param::of_int8(token ? *token : *ours));
         auto saved =
             spi.query_saved(std::string("UPDATE idem.keys k SET recovery_point = $3,"
                                         " lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) k.lease") +
                                 keys::where_key() + " AND k.state OPERATOR(pg_catalog.=) 'in_progress'" +
-                                (token ? " AND k.token OPERATOR(pg_catalog.=) $4" : "") + " RETURNING true",
+                                (token  ? " AND k.token OPERATOR(pg_catalog.=) $4"
+                                 : ours ? kStillOurs
+                                        : "") +
+                                " RETURNING true",
                             params);
         if (!saved.rows.empty())
             return;
         if (token)
             require_owner(spi, key, scope, *token);
+        refuse_taken_over(spi, key, scope, ours);
         throw UserError(sqlstate::kObjectNotInPrerequisiteState, key_in_scope(key, scope) + " is not in progress",
                         "save_point records progress of a key claimed with a lease.",
                         "Claim the key with idem.claim_lease first, then record progress with the token it returns.");

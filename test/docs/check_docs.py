@@ -52,12 +52,21 @@ _basenames = None
 
 
 def repo_basenames(root):
-    """The file names of the repository (as git knows them), any folder."""
+    """The file names of the repository (as git knows them), any folder; in a
+    tree that is not a git checkout (a release archive, the copy make test
+    runs in a Debian root), the files under root less build output."""
     global _basenames
     if _basenames is None:
-        files = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard"],
-                               capture_output=True, text=True, check=False).stdout.split()
-        _basenames = {os.path.basename(f) for f in files}
+        git = subprocess.run(["git", "-C", root, "ls-files", "-co", "--exclude-standard"],
+                             capture_output=True, text=True, check=False)
+        if git.returncode == 0:
+            _basenames = {os.path.basename(f) for f in git.stdout.split()}
+        else:
+            skip = {".git", "build", "results", "tmp_check", "log"}
+            _basenames = set()
+            for _, dirs, files in os.walk(root):
+                dirs[:] = [d for d in dirs if d not in skip]
+                _basenames.update(files)
     return _basenames
 
 
