@@ -22,3 +22,32 @@ SELECT * FROM idem.append('hard_events', 'hard_batch');
 SELECT * FROM idem.append('hard_events', 'hard_batch');
 RESET ROLE;
 SELECT id, payload FROM hard_events ORDER BY id;
+
+-- 2. idem.keys, shared by every granted role, had no size limits: a 20 MB
+-- key and a 600,000-element result were stored. Keys and fingerprints stop
+-- at 8 kB; results and recovery points at idem.max_result_size (1 MB by
+-- default), which only a superuser can raise.
+SELECT idem.grant_usage('hard_loader', 'hard_sizes', 'keys');
+SET ROLE hard_loader;
+SELECT show_error(format('SELECT idem.claim(%L, %L)', repeat('k', 8193), 'hard_sizes'));
+SELECT idem.claim(repeat('k', 8192), 'hard_sizes') AS an_8_kb_key;
+SELECT show_error(format('SELECT idem.claim(%L, %L, fingerprint => %L)', 'fp-1', 'hard_sizes', repeat('f', 8193)));
+SELECT show_error(format('SELECT * FROM idem.claim_many(ARRAY[%L, %L], %L)', 'ok-1', repeat('k', 8193), 'hard_sizes'));
+-- The limit is not the caller's to raise.
+SELECT show_error($$SET idem.max_result_size = '10MB'$$);
+SELECT show_error($$SELECT set_config('idem.max_result_size', '10MB', false)$$);
+BEGIN;
+SELECT idem.claim('big-1', 'hard_sizes');
+SELECT show_error($$SELECT idem.complete('big-1', (SELECT jsonb_agg(g) FROM generate_series(1, 600000) g), 'hard_sizes')$$);
+SELECT idem.complete('big-1', '{"status": "paid"}', 'hard_sizes');
+COMMIT;
+SELECT idem.result('big-1', 'hard_sizes');
+SELECT idem.claim('big-2', 'hard_sizes', lease => '1 hour');
+SELECT show_error(format('SELECT idem.save_point(%L, %L, %L)', 'big-2', repeat('r', 1024 * 1024 + 1), 'hard_sizes'));
+SELECT show_error($$SELECT idem.once('big-3', 'SELECT g FROM generate_series(1, 600000) g', 'hard_sizes')$$);
+RESET ROLE;
+SELECT count(*) AS stored_keys FROM idem.keys WHERE scope = 'hard_sizes';
+-- A superuser can raise the limit, for a session or the database.
+SET idem.max_result_size = '64MB';
+SHOW idem.max_result_size;
+RESET idem.max_result_size;

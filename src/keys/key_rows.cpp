@@ -6,6 +6,7 @@
 #include "core/key_id.hpp"
 #include "core/md5.hpp"
 #include "pg/roles.hpp"
+#include "pg/settings.hpp"
 
 namespace pg_idempotent::keys {
 
@@ -117,6 +118,31 @@ void require_text(const std::string& value, const char* what)
     if (value.empty())
         throw UserError(sqlstate::kInvalidParameterValue, std::string(what) + " must not be empty", {},
                         "Pass a non-empty " + std::string(what) + ".");
+}
+
+void require_key_size(const std::string& value, const char* what)
+{
+    if (value.size() <= kMaxKeyBytes)
+        return;
+    throw UserError(sqlstate::kProgramLimitExceeded,
+                    std::string(what) + " is " + std::to_string(value.size()) + " bytes, more than idem keeps (" +
+                        std::to_string(kMaxKeyBytes) + ")",
+                    "Keys and fingerprints are stored in idem.keys, which every granted role shares.",
+                    "Use an identifier of the request (an event id, an order number), or a digest of a long "
+                    "one: md5(...) or sha256(...).");
+}
+
+void require_result_size(const std::optional<std::string>& value, const char* what)
+{
+    const std::size_t limit = pg::max_result_bytes();
+    if (!value || value->size() <= limit)
+        return;
+    throw UserError(sqlstate::kProgramLimitExceeded,
+                    std::string(what) + " is " + std::to_string(value->size()) +
+                        " bytes, more than idem.max_result_size (" + std::to_string(limit / 1024) + " kB)",
+                    "Results and recovery points are stored in idem.keys, which every granted role shares.",
+                    "Store what a retry needs to answer (an id, a status) and keep bulk data in a table of your "
+                    "own; a superuser can raise idem.max_result_size.");
 }
 
 std::optional<KeyRow> lookup(pg::SpiSession& spi, const std::string& scope, const std::string& key, bool lock)

@@ -2,6 +2,7 @@
 // a key is shown in messages, and the frame every per-key function runs in.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -53,6 +54,12 @@ std::string key_in_scope(const std::string& key, const std::string& scope);
 
 // UserError 22023 when value is empty.
 void require_text(const std::string& value, const char* what);
+// 54000 unless value (a key, a fingerprint: at most kMaxKeyBytes; a result or
+// recovery point: idem.max_result_size) fits: idem.keys is shared by every
+// granted role, and nothing a real request sends comes near these.
+inline constexpr std::size_t kMaxKeyBytes = 8192;
+void require_key_size(const std::string& value, const char* what);
+void require_result_size(const std::optional<std::string>& value, const char* what);
 
 // The columns of a key's row that the functions decide on.
 struct KeyRow {

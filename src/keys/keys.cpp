@@ -319,6 +319,9 @@ ClaimOutcome claim_key(const ClaimRequest& request)
 {
     require_text(request.key, "key");
     require_text(request.scope, "scope");
+    keys::require_key_size(request.key, "key");
+    if (request.fingerprint)
+        keys::require_key_size(*request.fingerprint, "fingerprint");
     // Connected only if a statement runs: a superuser's claim through
     // pg::insert_claim_row needs none.
     pg::SpiSession spi{pg::SpiSession::Deferred{}};
@@ -399,8 +402,10 @@ std::optional<std::int64_t> claim_lease(const ClaimRequest& request)
 void claim_many(const pg::ResultSet& out, const std::vector<std::string>& keys, const std::string& scope)
 {
     require_text(scope, "scope");
-    for (const auto& k : keys)
+    for (const auto& k : keys) {
         require_text(k, "every key");
+        keys::require_key_size(k, "a key");
+    }
     pg::SpiSession spi;
     check_scope_usage(spi, ScopeKind::kKeys, scope);
     const BatchHashes batch = batch_hashes(keys, scope);

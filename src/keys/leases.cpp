@@ -103,6 +103,7 @@ void complete_unfenced(pg::SpiSession& spi, const std::string& key, const std::o
 void complete(const std::string& key, const std::optional<std::string>& result_json, const std::string& scope,
               const std::optional<std::int64_t>& token)
 {
+    keys::require_result_size(result_json, "the result");
     keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
         if (!token) {
             complete_unfenced(spi, key, result_json, scope);
@@ -126,6 +127,7 @@ void complete(const std::string& key, const std::optional<std::string>& result_j
 void save_point(const std::string& key, const std::string& recovery_point, const std::string& scope,
                 const std::optional<std::int64_t>& token)
 {
+    keys::require_result_size(recovery_point, "the recovery point");
     keys::on_key_state(key, scope, [&](pg::SpiSession& spi) {
         if (token)
             require_sql(SqlFeature::kKeyTokens, "idem.save_point with a token");

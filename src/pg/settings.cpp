@@ -15,6 +15,7 @@ namespace {
 
 int history_setting = static_cast<int>(HistoryMode::kAll);
 bool override_identity_setting = false;
+int max_result_size_kb = 1024;
 
 // The hidden spellings keep boolean habits working (SET idem.history = on).
 const struct config_enum_entry history_options[] = {
@@ -42,6 +43,14 @@ void define_settings()
     DefineCustomBoolVariable("idem.override_identity",
                              "Lets idem.merge write GENERATED ALWAYS identity columns (OVERRIDING SYSTEM VALUE).",
                              nullptr, &override_identity_setting, false, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    // Keys' results and recovery points live in a table every granted role
+    // shares: a role must not be able to raise its own limit.
+    DefineCustomIntVariable("idem.max_result_size",
+                            "The largest result (idem.complete, idem.once) or recovery point (idem.save_point) "
+                            "an idempotency key may store.",
+                            "Larger ones are refused with 54000; a payment's or a webhook's answer is a few kB.",
+                            &max_result_size_kb, 1024, 1, 1024 * 1024, PGC_SUSET, GUC_UNIT_KB, nullptr, nullptr,
+                            nullptr);
     MarkGUCPrefixReserved("idem");
 }
 
@@ -85,6 +94,11 @@ void with_settings(const Settings& settings, const std::function<void()>& fn)
 bool override_identity()
 {
     return override_identity_setting;
+}
+
+std::size_t max_result_bytes()
+{
+    return static_cast<std::size_t>(max_result_size_kb) * 1024;
 }
 
 HistoryMode history_mode()

@@ -6,6 +6,7 @@
 // `SET idem.history = 'sometimes'` names the values it accepts.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <utility>
@@ -48,7 +49,8 @@ enum class HistoryMode {
     kOff,
 };
 
-// Defines idem.history and idem.override_identity and reserves the prefix
+// Defines idem.history, idem.override_identity and idem.max_result_size and
+// reserves the prefix
 // "idem." (called once, from _PG_init; reports problems as PostgreSQL does).
 void define_settings();
 
@@ -57,6 +59,10 @@ HistoryMode history_mode();
 // idem.override_identity: whether merge may write GENERATED ALWAYS identity
 // columns (OVERRIDING SYSTEM VALUE).
 bool override_identity();
+
+// idem.max_result_size (superusers only): the largest result or recovery
+// point a key may store, in bytes.
+std::size_t max_result_bytes();
 
 // A read-only transaction (SET TRANSACTION READ ONLY, default_transaction_
 // read_only, every transaction on a hot standby): idem writes no bookkeeping
