@@ -80,10 +80,14 @@ namespace {
 // no query. Allowed (role, kind, scope) triples, kept across transactions
 // while pg::grants_generation() holds (the grant table's trigger and role
 // changes move it), or for this transaction only where the SQL objects
-// predate the trigger (a newer module before ALTER EXTENSION ... UPDATE).
+// predate the trigger (a newer module before ALTER EXTENSION ... UPDATE) or
+// a subscription replicates the grant table (grants_replicated).
 struct GrantCache {
     using Entry = std::tuple<std::uint32_t, int, std::string>;
     std::uint64_t generation = 0;
+    // Whether a subscription replicates the grant table into this database,
+    // as of this generation (unknown: not asked yet).
+    std::optional<bool> replicated;
     std::set<Entry> lasting;
     std::uint32_t xact = 0;
     std::set<Entry> this_transaction;
@@ -97,6 +101,7 @@ struct GrantCache {
         // scopes re-reads them.
         if (generation != now || lasting.size() > 4096) {
             lasting.clear();
+            replicated.reset();
             generation = now;
         }
         if (xact != current_xact) {
@@ -132,6 +137,23 @@ bool granted(pg::SpiSession& spi, std::uint32_t user, const KindNames& names, co
         allowed = r.rows.at(0).at(0) == std::optional<std::string>("true");
     });
     return allowed;
+}
+
+// Whether a logical-replication subscription of this database replicates
+// the grant table. Its apply worker fires no statement trigger, so a
+// replicated revoke would never reach this backend's cache: on such a
+// subscriber decisions last one transaction only.
+bool grants_replicated(pg::SpiSession& spi, std::uint32_t grant_table)
+{
+    bool replicated = false;
+    pg::as_extension_owner([&] {
+        auto r = spi.query_saved(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r"
+            " WHERE r.srrelid OPERATOR(pg_catalog.=) $1)::pg_catalog.text",
+            {Param::of_oid(grant_table)});
+        replicated = r.rows.at(0).at(0) == std::optional<std::string>("true");
+    });
+    return replicated;
 }
 
 }  // namespace
@@ -177,7 +199,9 @@ void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& s
                         "A superuser can allow it with SELECT idem.grant_usage(" + pg::quote_literal(who) + ", " +
                             pg::quote_literal(scope) + ", '" + names.sql + "').");
     }
-    (grant_table != 0 ? cache.lasting : cache.this_transaction).insert(entry);
+    if (grant_table != 0 && !cache.replicated)
+        cache.replicated = grants_replicated(spi, grant_table);
+    (grant_table != 0 && !*cache.replicated ? cache.lasting : cache.this_transaction).insert(entry);
 }
 
 }  // namespace pg_idempotent

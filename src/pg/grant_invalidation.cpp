@@ -37,6 +37,9 @@ void register_grant_invalidation()
     CacheRegisterRelcacheCallback(on_relcache, Datum(0));
     CacheRegisterSyscacheCallback(AUTHOID, on_syscache, Datum(0));
     CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, on_syscache, Datum(0));
+    // A subscription that starts or stops replicating the grant table
+    // decides whether decisions may be cached at all (scope_grants.cpp).
+    CacheRegisterSyscacheCallback(SUBSCRIPTIONRELMAP, on_syscache, Datum(0));
 }
 
 std::uint64_t grants_generation() noexcept

@@ -13,7 +13,8 @@ namespace pg_idempotent::pg {
 // trigger sends one for every statement that writes it, so every backend
 // hears of a grant or revoke when it commits) or of every relation, and on
 // any change of roles (pg_authid: superuser, inherit, drop, rename) or role
-// memberships (pg_auth_members).
+// memberships (pg_auth_members), and of the tables subscriptions replicate
+// (pg_subscription_rel).
 void register_grant_invalidation();
 
 // The current value of the counter.
