@@ -51,3 +51,15 @@ SELECT count(*) AS stored_keys FROM idem.keys WHERE scope = 'hard_sizes';
 SET idem.max_result_size = '64MB';
 SHOW idem.max_result_size;
 RESET idem.max_result_size;
+
+-- 3. Tombstones (idem.tombstones, shared by every versioned merge) had no
+-- size limit either: a deleted row's key and version stop at 8 kB each.
+CREATE TABLE hard_docs (id text PRIMARY KEY, v int NOT NULL, body text);
+SELECT show_error(format('SELECT * FROM idem.merge_query(%L, %L, version_column => %L, delete_column => %L)',
+  'hard_docs', format('SELECT %L::text AS id, 1 AS v, NULL::text AS body, true AS deleted', repeat('d', 9000)),
+  'v', 'deleted'));
+SELECT count(*) AS tombstones FROM idem.tombstones WHERE target = 'hard_docs'::regclass;
+SELECT deleted FROM idem.merge_query('hard_docs',
+  $$SELECT 'doc-1'::text AS id, 1 AS v, NULL::text AS body, true AS deleted$$,
+  version_column => 'v', delete_column => 'deleted');
+SELECT count(*) AS tombstones FROM idem.tombstones WHERE target = 'hard_docs'::regclass;

@@ -37,6 +37,14 @@ std::int64_t put_tombstones(std::uint32_t target, const pg::TypedValue& key_dige
             " SELECT $1::pg_catalog.oid::pg_catalog.regclass, u.d, u.k, u.v"
             " FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.uuid[]), pg_catalog.unnest($3::pg_catalog.jsonb[]),"
             "                 pg_catalog.unnest($4::pg_catalog.text[])) AS u(d, k, v)"
+            // idem.tombstones is shared: a key and a version of at most 8 kB
+            // each, as for idempotency keys.
+            " WHERE (pg_catalog.octet_length(u.k::pg_catalog.text) OPERATOR(pg_catalog.<=) 8192"
+            "        AND COALESCE(pg_catalog.octet_length(u.v), 0) OPERATOR(pg_catalog.<=) 8192)"
+            "  OR idem._raise('54000', 'the key or version of a deleted row is more than 8192 bytes',"
+            "                 'Tombstones are stored in idem.tombstones, which every table''s merges share.',"
+            "                 'Key the table by an identifier of the row (an id, a natural key) and version it by a"
+            " number or a timestamp.')"
             " ON CONFLICT (target, key_digest) DO UPDATE"
             " SET version = EXCLUDED.version, key_data = EXCLUDED.key_data, deleted_at = pg_catalog.now()",
             {Param::of_oid(target), Param::of_value(key_digests), Param::of_value(key_data),
