@@ -10,7 +10,7 @@
 
 EXTENSION = pg_idempotent
 MODULE_big = pg_idempotent
-EXTVERSION = 0.8.0
+EXTVERSION = 0.9.0
 
 # One folder per family (merge, overwrite, keys, checkpoints, publish, proof),
 # common/ for what families share, pg/ the boundary to PostgreSQL, pg_native/
@@ -23,7 +23,7 @@ OBJS = $(MODULE_SRCS:.cpp=.o)
 
 # 0.1.0 is the released install script and stays as it shipped; each later
 # version is an upgrade script, and CREATE EXTENSION runs the chain.
-DATA = pg_idempotent--$(EXTVERSION).sql pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql pg_idempotent--0.6.0--0.7.0.sql pg_idempotent--0.7.0--0.8.0.sql
+DATA = pg_idempotent--$(EXTVERSION).sql pg_idempotent--0.1.0.sql pg_idempotent--0.1.0--0.2.0.sql pg_idempotent--0.2.0--0.3.0.sql pg_idempotent--0.3.0--0.4.0.sql pg_idempotent--0.4.0--0.5.0.sql pg_idempotent--0.5.0--0.6.0.sql pg_idempotent--0.6.0--0.7.0.sql pg_idempotent--0.7.0--0.8.0.sql pg_idempotent--0.8.0--0.9.0.sql
 
 REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)

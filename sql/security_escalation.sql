@@ -69,7 +69,7 @@ SELECT * FROM idem.merge_query('sec_orders', 'SELECT 1 AS id, 5 AS v, true AS go
 RESET ROLE;
 SET ROLE sec_etl;
 SELECT show_error($$SELECT idem._tombstones_put('sec_orders', ARRAY[idem._row_digest(ROW(7))], ARRAY['{}'::jsonb], ARRAY['999'])$$);
-SELECT show_error($$SELECT count(*) FROM idem._tombstones('sec_orders'::regclass)$$);
+SELECT show_error($$SELECT count(*) FROM idem._tombstones_of('sec_orders'::regclass)$$);
 SELECT show_error($$SELECT idem.purge_tombstones('sec_orders', '0 seconds')$$);
 RESET ROLE;
 SELECT count(*) AS alices_tombstones, min(version) AS version FROM idem.tombstones WHERE target = 'sec_orders'::regclass;
@@ -207,7 +207,7 @@ CREATE POLICY own_tenant ON sec_tenants TO sec_reader USING (tenant = 'a');
 GRANT SELECT, INSERT, UPDATE, DELETE ON sec_tenants TO sec_reader;
 SET ROLE sec_reader;
 SELECT show_error($$SELECT idem._tombstones_put('sec_tenants', ARRAY[idem._row_digest(ROW(42))], ARRAY['[42]'::jsonb], ARRAY['999'])$$);
-SELECT show_error($$SELECT count(*) FROM idem._tombstones('sec_tenants'::regclass)$$);
+SELECT show_error($$SELECT count(*) FROM idem._tombstones_of('sec_tenants'::regclass)$$);
 SELECT show_error($$SELECT idem.purge_tombstones('sec_tenants', '0 seconds')$$);
 RESET ROLE;
 -- Column privileges do not reach them either.
@@ -215,7 +215,7 @@ REVOKE ALL ON sec_tenants FROM sec_reader;
 ALTER TABLE sec_tenants DISABLE ROW LEVEL SECURITY;
 GRANT SELECT (id) ON sec_tenants TO sec_reader;
 SET ROLE sec_reader;
-SELECT show_error($$SELECT count(*) FROM idem._tombstones('sec_tenants'::regclass)$$);
+SELECT show_error($$SELECT count(*) FROM idem._tombstones_of('sec_tenants'::regclass)$$);
 RESET ROLE;
 -- An anonymous record cannot be a job's type: it could never be read back.
 SELECT show_error($$SELECT idem.mark_window('sec_record', ROW(1, 'x'), ROW(2, 'y'))$$);

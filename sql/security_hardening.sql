@@ -63,3 +63,12 @@ SELECT deleted FROM idem.merge_query('hard_docs',
   $$SELECT 'doc-1'::text AS id, 1 AS v, NULL::text AS body, true AS deleted$$,
   version_column => 'v', delete_column => 'deleted');
 SELECT count(*) AS tombstones FROM idem.tombstones WHERE target = 'hard_docs'::regclass;
+
+-- 4. idem._tombstones shared its name with the array type of idem.tombstones:
+-- idem._tombstones('public.x'), with an untyped literal, was read as a cast
+-- to that type ("malformed array literal"). The function is
+-- idem._tombstones_of now; the old name works for this release, with a
+-- NOTICE, when its argument is typed.
+SELECT key_digest IS NOT NULL AS has_digest, version FROM idem._tombstones_of('hard_docs');
+SELECT count(*) AS old_name_still_works FROM idem._tombstones('hard_docs'::regclass);
+SELECT show_error($$SELECT count(*) FROM idem._tombstones('hard_docs')$$);

@@ -47,6 +47,8 @@ Probe probe_of(SqlFeature feature)
         return {"usage_grant_rows", nullptr, nullptr, "0.8.0"};
     case SqlFeature::kKeyIds:
         return {"keys", "long_key", nullptr, "0.8.0"};
+    case SqlFeature::kTombstonesOf:
+        return {nullptr, nullptr, "_tombstones_of", "0.9.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

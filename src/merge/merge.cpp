@@ -240,6 +240,8 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     if (options.delete_column)
         spec.delete_column = pg::quote_ident(*options.delete_column);
     spec.tombstones = options.version_column.has_value() && options.delete_column.has_value();
+    if (spec.tombstones && !sql_has(SqlFeature::kTombstonesOf))
+        spec.tombstones_reader = "idem._tombstones";
     spec.delete_missing = options.delete_missing;
     spec.delete_scope = options.delete_scope;
     spec.allow_empty = options.allow_empty;

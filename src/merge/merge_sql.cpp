@@ -258,7 +258,7 @@ std::string plan_cte(const MergeSpec& s)
     std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, " + action_case(s) +
                     "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
     if (s.tombstones)
-        p += std::string("\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest ") + kEq + " " +
+        p += "\n LEFT JOIN " + s.tombstones_reader + "($1::pg_catalog.regclass) AS tb ON tb.key_digest " + kEq + " " +
              row_digest(s.keys, "d", false);
     const std::string counted =
         s.count_unchanged ? " OR idem._count_conflict($1::pg_catalog.regclass, true, false)" : std::string();

@@ -74,7 +74,9 @@ struct MergeSpec {
     bool hash_keys = false;
     bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;         // version + delete_column: read and write tombstones
-    bool partitioned = false;        // no xmax in RETURNING on a partitioned table
+    // The function that reads them (0.8.0's SQL objects: idem._tombstones).
+    std::string tombstones_reader = "idem._tombstones_of";
+    bool partitioned = false;  // no xmax in RETURNING on a partitioned table
     // A Citus table: Citus runs parts of a write on the workers, where a
     // volatile function's side effects are lost and where it refuses one in
     // ON CONFLICT ... WHERE; so no first load and no counting in plan.

@@ -140,7 +140,8 @@ grep -qx "EXTVERSION = $version" Makefile || problems+="Makefile EXTVERSION"$'\n
 head -1 debian/changelog | grep -qF "($version)" || problems+="debian/changelog: $(head -1 debian/changelog)"$'\n'
 # (an "## [Unreleased]" section above it collects what the next release brings)
 top=$(grep -m1 '^## \[[0-9]' CHANGELOG.md)
-[[ "$top" =~ ^"## [$version] - "[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || problems+="CHANGELOG's first release: $top"$'\n'
+# The version under development is "## [X.Y.Z] - unreleased" until its date.
+[[ "$top" =~ ^"## [$version] - "([0-9]{4}-[0-9]{2}-[0-9]{2}|unreleased)$ ]] || problems+="CHANGELOG's first release: $top"$'\n'
 grep -q "^Version $version\. " README.md || problems+="README does not say 'Version $version.'"$'\n'
 [ -f "pg_idempotent--$version.sql" ] || problems+="no install script pg_idempotent--$version.sql"$'\n'
 bash tools/install_script.sh | cmp -s - "pg_idempotent--$version.sql" ||

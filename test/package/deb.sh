@@ -192,12 +192,13 @@ if cluster_start 8>&- >"$WORK/cluster.log" 2>&1; then
         "$(psql_q -d postgres -c 'CREATE EXTENSION pg_idempotent' \
               -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent'" 2>&1)" "$VERSION"
 
-    # Every older version that has an install script and a packaged update
-    # path to the default one: install it, then ALTER EXTENSION ... UPDATE.
+    # Every older version with a packaged update path to the default one
+    # (the previous release among them): install it (CREATE EXTENSION runs
+    # 0.1.0's script and the upgrades up to it), then ALTER EXTENSION ...
+    # UPDATE.
     paths=$(psql_q -d postgres -c "SELECT source FROM pg_extension_update_paths('pg_idempotent')
                                    WHERE target = '$VERSION' AND path IS NOT NULL ORDER BY 1" 2>&1)
     for old in $paths; do
-        [ -f "$ROOT/pg_idempotent--$old.sql" ] || continue
         db="idem_pkg_from_${old//[^0-9a-z]/_}"
         same "CREATE EXTENSION ... VERSION '$old', then ALTER EXTENSION ... UPDATE reaches $VERSION" \
             "$(psql_q -d postgres -c "CREATE DATABASE $db" >/dev/null 2>&1;

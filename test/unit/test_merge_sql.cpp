@@ -309,7 +309,7 @@ TEST(MergeSql, TombstonesAreReadAndWrittenWithVersionedDeletes)
 {
     const std::string sql = build_merge_sql(everything());
     EXPECT_TRUE(has(cte(sql, "plan"),
-                    "\n LEFT JOIN idem._tombstones($1::pg_catalog.regclass) AS tb ON tb.key_digest "
+                    "\n LEFT JOIN idem._tombstones_of($1::pg_catalog.regclass) AS tb ON tb.key_digest "
                     "OPERATOR(pg_catalog.=) idem._row_digest(ROW(d.id))\n"));
     EXPECT_EQ(count_of(cte(sql, "plan"), "idem._from_canonical(tb.version, NULL::bigint)"), 2u);
     EXPECT_TRUE(has(cte(sql, "tomb"), "tomb AS MATERIALIZED (SELECT idem._tombstones_put($1::pg_catalog.regclass,"));

@@ -1,0 +1,29 @@
+-- pg_idempotent 0.8.0 -> 0.9.0
+\echo Use "ALTER EXTENSION pg_idempotent UPDATE TO '0.9.0'" to load this file. \quit
+
+-- idem._tombstones(regclass) shares its name with the array type of the
+-- table idem.tombstones (_tombstones): a call with an untyped literal,
+-- idem._tombstones('public.x'), is read as a cast to that type and fails
+-- with "malformed array literal". The function is idem._tombstones_of
+-- (issue 41); the old name keeps working for this release, with a NOTICE.
+CREATE FUNCTION idem._tombstones_of(target regclass)
+  RETURNS TABLE(key_digest uuid, version text)
+  AS 'MODULE_PATHNAME', 'idem__tombstones'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem._tombstones_of(regclass) IS
+  'Internal: the tombstones of a merge target (versions in canonical text); needs SELECT on the whole target';
+GRANT EXECUTE ON FUNCTION idem._tombstones_of(regclass) TO PUBLIC;
+
+CREATE OR REPLACE FUNCTION idem._tombstones(target regclass)
+  RETURNS TABLE(key_digest uuid, version text)
+  LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY INVOKER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  RAISE NOTICE 'idem._tombstones is deprecated: call idem._tombstones_of'
+    USING HINT = 'The old name is read as a cast to the array type idem._tombstones when called with an untyped literal; it goes in the next release.';
+  RETURN QUERY SELECT t.key_digest, t.version FROM idem._tombstones_of(target) AS t;
+END
+$$;
+COMMENT ON FUNCTION idem._tombstones(regclass) IS
+  'Deprecated (0.9.0): idem._tombstones_of, under a name that is not a type''s';
