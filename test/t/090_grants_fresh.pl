@@ -121,6 +121,31 @@ is(run($bob, "SELECT idem.advance('job_b', 2)"), '42501', "and checkpoints");
 is($admin->selectrow_array("SELECT count(*) FROM idem.keys WHERE key = 'b2'"), 0, 'no key was stored');
 $bob->disconnect;
 
+# A second database: grants (and the cached decisions) are per database. A
+# role granted a scope in one database and primed there is refused in a
+# database where it has no grant, and a revoke in the second database
+# leaves the first one's grant alone.
+$node->safe_psql('postgres', 'CREATE DATABASE second');
+$node->safe_psql('second', 'CREATE EXTENSION pg_idempotent');
+admin("SELECT idem.grant_usage('alice', 'payments', 'keys')");
+my $alice1 = session('alice');
+is(run($alice1, "SELECT idem.claim('d1', 'payments')"), '00000', 'alice claims in the first database');
+(my $dsn2 = $dsn) =~ s/dbname=postgres/dbname=second/;
+my $alice2 = DBI->connect($dsn2, 'alice', '', { AutoCommit => 1, RaiseError => 0, PrintError => 0, PrintWarn => 0 })
+  or die $DBI::errstr;
+is(run($alice2, "SELECT idem.claim('d1', 'payments')"), '42501', 'and is refused in the second, where she has no grant');
+$node->safe_psql('second', q{SELECT idem.grant_usage('alice', 'payments', 'keys')});
+is(run($alice2, "SELECT idem.claim('d2', 'payments')"), '00000', 'granted there too, she may');
+$alice2->do('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$alice2->do('SELECT 1');
+$node->safe_psql('second', q{SELECT idem.revoke_usage('alice', 'payments', 'keys')});
+$alice2->do('SELECT count(*) FROM pg_catalog.pg_class');
+is(run($alice2, "SELECT idem.claim('d3', 'payments')"), '42501', 'a revoke in the second database applies there');
+$alice2->do('ROLLBACK');
+is(run($alice1, "SELECT idem.claim('d4', 'payments')"), '00000', 'and leaves the first database\'s grant alone');
+$alice1->disconnect;
+$alice2->disconnect;
+
 $admin->disconnect;
 $node->stop;
 done_testing();
