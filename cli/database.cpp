@@ -1,5 +1,8 @@
 #include "database.hpp"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace pg_idempotent::cli {
 
 Database::Database(const std::string& conninfo)
@@ -45,6 +48,25 @@ Rows Database::query(const std::string& sql, const std::vector<Cell>& params)
     }
     PQclear(res);
     return rows;
+}
+
+std::vector<std::string> Database::export_to_environment() const
+{
+    std::vector<std::string> exported;
+    PQconninfoOption* options = PQconninfo(conn_);
+    if (options == nullptr)
+        throw DbError("out of memory reading the connection's options");
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        // fallback_application_name and the like have no variable; an option
+        // without a value is the default libpq takes anyway.
+        if (o->envvar == nullptr || o->val == nullptr || o->val[0] == '\0')
+            continue;
+        setenv(o->envvar, o->val, 1);
+        exported.push_back(std::string(o->envvar) + "=" +
+                           (std::strcmp(o->keyword, "password") == 0 ? std::string("***") : std::string(o->val)));
+    }
+    PQconninfoFree(options);
+    return exported;
 }
 
 std::string text_array(const std::vector<std::string>& items)

@@ -28,6 +28,13 @@ public:
     // Runs one statement with text parameters ($1...); throws DbError.
     Rows query(const std::string& sql, const std::vector<Cell>& params = {});
 
+    // Sets, in this process's environment, the libpq variable (PGHOST,
+    // PGPORT, PGDATABASE, PGUSER, PGSERVICE, ...) of every connection option
+    // this connection used, so that a command started from here connects
+    // where this connection did. Returns "NAME=value" for each (the
+    // password's value shown as ***).
+    std::vector<std::string> export_to_environment() const;
+
 private:
     PGconn* conn_ = nullptr;
 };

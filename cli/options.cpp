@@ -7,13 +7,24 @@ const char* const kUsage =
     "\n"
     "Usage:\n"
     "  pg_idempotent rerun [-d CONNINFO] -t TABLE [-t TABLE ...] [--runs N]\n"
-    "                      [--exclude-column COL ...] [--json] -- COMMAND [ARG ...]\n"
+    "                      [--exclude-column COL ...] [--allow-unchanged] [--json]\n"
+    "                      -- COMMAND [ARG ...]\n"
     "  pg_idempotent checksum [-d CONNINFO] [--json] TABLE ...\n"
     "  pg_idempotent --help\n"
     "\n"
     "rerun runs COMMAND N times (default 2), each run on its own, and after each run\n"
     "checksums the tables through the pg_idempotent extension (idem.checksum). Every\n"
-    "run after the first must leave every table exactly as the first run did.\n"
+    "run after the first must leave every table exactly as the first run did, and\n"
+    "the first run must change at least one of them: a proof that watched nothing\n"
+    "change proves nothing. A table that does not exist yet is \"absent\"; a job may\n"
+    "create it in run 1 (a first dbt run, a migration then a load).\n"
+    "\n"
+    "COMMAND connects where rerun does: rerun sets, in COMMAND's environment, the\n"
+    "libpq variables of the connection it made (PGHOST, PGPORT, PGDATABASE, PGUSER,\n"
+    "PGSERVICE, PGPASSWORD, PGSSLMODE, PGOPTIONS, ... as libpq reads them), taken\n"
+    "from -d and the environment, so a job that reads its own PG* environment\n"
+    "(psql, a Python script with psycopg, dbt with env_var) writes the database\n"
+    "rerun watches. A job that names its own connection must name the same one.\n"
     "\n"
     "Options:\n"
     "  -d, --dbname CONNINFO    connection string or database name (default: the PG* environment)\n"
@@ -21,12 +32,15 @@ const char* const kUsage =
     "      --runs N             how many times to run COMMAND (at least 2; default 2)\n"
     "      --exclude-column COL leave a column out of the comparison, in every table that has it\n"
     "                           (e.g. loaded_at); repeat for several\n"
+    "      --allow-unchanged    let run 1 change none of the tables (a job with no new\n"
+    "                           input is legitimately a no-op); without it that is exit 3\n"
     "      --json               print one JSON document on stdout instead of text\n"
     "  -h, --help               this help\n"
     "\n"
     "Exit status: 0 rerun-safe; 1 a run after the first changed a table (a sample of\n"
-    "the rows that differ is printed); 2 usage or connection error, a missing table,\n"
-    "or a COMMAND that failed (its exit status is shown). Progress goes to stderr.\n"
+    "the rows that differ is printed); 2 usage or connection error, or a COMMAND\n"
+    "that failed (its exit status is shown); 3 run 1 changed none of the tables, so\n"
+    "nothing was proven (unless --allow-unchanged). Progress goes to stderr.\n"
     "\n"
     "Examples:\n"
     "  pg_idempotent rerun -d 'dbname=shop' -t daily_sales -- psql -d shop -f load_daily_sales.sql\n"
@@ -102,6 +116,8 @@ std::optional<Options> parse(const std::vector<std::string>& args, std::string& 
             o.exclude_columns.push_back(args[++i]);
         } else if (a == "--json") {
             o.json = true;
+        } else if (a == "--allow-unchanged" && o.command == Options::Command::kRerun) {
+            o.allow_unchanged = true;
         } else if (!a.empty() && a[0] == '-') {
             error = "unknown option \"" + a + "\"";
             return std::nullopt;

@@ -16,6 +16,7 @@ struct Options {
     int runs = 2;
     std::vector<std::string> exclude_columns;
     bool json = false;
+    bool allow_unchanged = false;  // --allow-unchanged: run 1 may change nothing
     std::vector<std::string> job;  // after --
 };
 

@@ -55,6 +55,8 @@ sub cli {
 my ($rc, $out, $err) = cli('--help');
 is($rc, 0, '--help exits 0');
 like($out, qr/Examples:.*rerun -d/s, '--help shows examples');
+like($out, qr/3 run 1 changed none of the tables/, '--help lists exit status 3');
+like($out, qr/COMMAND connects where rerun does/, '--help says COMMAND gets the connection');
 
 # A rerun-safe psql script.
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/merge_job.sql");
@@ -79,16 +81,71 @@ is($doc->{difference}{table}, 'daily_sales', 'the difference names the table');
 is(scalar @{ $doc->{difference}{added} }, 3, 'three rows re-stamped in run 2');
 is(scalar @{ $doc->{checksums} }, 2, 'a checksum per run and table');
 # ...and passes once loaded_at is excluded.
+# (Its rows are there already, so with loaded_at left out run 1 changes
+# nothing: that proves nothing, unless the job is allowed to be a no-op.)
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--exclude-column', 'loaded_at', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/stamp_job.sql");
-is($rc, 0, 'with --exclude-column loaded_at the stamping job passes');
+is($rc, 3, 'a job whose run 1 changes no watched table: exit 3');
+like($out, qr/^nothing was proven: run 1 changed none of the watched tables/m, 'says nothing was proven');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--exclude-column', 'loaded_at', '--allow-unchanged', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/stamp_job.sql");
+is($rc, 0, 'with --exclude-column loaded_at and --allow-unchanged the stamping job passes');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--json', '--', 'true');
+is($rc, 3, 'a job that writes nothing: exit 3');
+$doc = eval { decode_json($out) };
+ok($doc && !defined $doc->{rerun_safe} && $doc->{proven} == JSON::PP::false, '--json: rerun_safe null, proven false')
+  or diag($out);
+
+# -d reaches COMMAND: the job connects through its PG* environment, which
+# rerun sets from its own connection (here PGDATABASE names another
+# database, as a CI job's environment may). 0.8.0 watched postgres while
+# the job appended elsewhere, and said rerun-safe.
+$node->safe_psql('postgres', 'CREATE DATABASE elsewhere');
+$node->safe_psql('elsewhere', 'CREATE TABLE naive_sales (day date, store text, revenue numeric)');
+{
+	local %ENV = %ENV;
+	$ENV{PGDATABASE} = 'elsewhere';
+	delete @ENV{qw(PGHOST PGPORT PGSERVICE)};
+	($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'naive_sales', '--', 'psql', '-X', '-q',
+		'-c', 'INSERT INTO naive_sales SELECT day, store, sum(amount) FROM raw_orders GROUP BY day, store');
+	is($rc, 1, 'a job using its PG* environment appends where rerun watches: exit 1');
+	like($err, qr/COMMAND's connection:.* PGDATABASE=postgres/, 'stderr shows the connection COMMAND gets');
+	($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--allow-unchanged', '--',
+		'sh', '-c', "echo \"\$PGDATABASE \$PGPORT \$PGHOST\" > $dir/env.txt");
+	is($rc, 0, 'a job that only looks at its environment');
+	open my $envf, '<', "$dir/env.txt" or die;
+	chomp(my $seen = <$envf>);
+	close $envf;
+	is($seen, 'postgres ' . $node->port . ' ' . $node->host, 'COMMAND has PGDATABASE, PGPORT and PGHOST of -d');
+}
+is($node->safe_psql('elsewhere', 'SELECT count(*) FROM naive_sales'), '0', 'nothing was written elsewhere');
+
+# A table the job creates in run 1 (a first dbt run, a migration then a
+# load): absent before run 1, and every later run must leave it as run 1 did.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'made_by_job', '--runs', '3', '--', 'psql', '-X', '-q', '-d', $conninfo,
+	'-c', 'CREATE TABLE IF NOT EXISTS made_by_job (id int PRIMARY KEY)',
+	'-c', 'INSERT INTO made_by_job VALUES (1), (2) ON CONFLICT DO NOTHING');
+is($rc, 0, 'a job that creates and fills its table is rerun-safe: exit 0');
+like($out, qr/^before\tmade_by_job\tabsent$/m, 'the table was absent before run 1');
+like($out, qr/^run 3\tmade_by_job\tv1:2:[0-9a-f]{32}$/m, 'and holds the same two rows after run 3');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'made_log', '--', 'psql', '-X', '-q', '-d', $conninfo,
+	'-c', 'CREATE TABLE IF NOT EXISTS made_log (id int)', '-c', 'INSERT INTO made_log VALUES (1)');
+is($rc, 1, 'a job that creates its table and appends to it: exit 1');
+like($out, qr/NOT rerun-safe: run 2 changed made_log/, 'names the table it created');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'made_and_dropped', '--', 'psql', '-X', '-q', '-d', $conninfo,
+	'-c', 'DROP TABLE IF EXISTS made_and_dropped_flag',
+	'-c', q{DO $$ BEGIN IF to_regclass('made_and_dropped') IS NULL THEN CREATE TABLE made_and_dropped (id int); ELSE DROP TABLE made_and_dropped; END IF; END $$});
+is($rc, 1, 'a job that creates its table in run 1 and drops it in run 2: exit 1');
+like($out, qr/NOT rerun-safe: run 2 changed made_and_dropped \(dropped it\)/, 'says run 2 dropped it');
 
 # Exit 2: usage, a missing table, a failing command, no server.
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales');
 is($rc, 2, 'no command: exit 2');
 like($err, qr/needs the job's command after --/, 'usage error explained');
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'no_such_table', '--', 'true');
-is($rc, 2, 'a missing table: exit 2');
-like($err, qr/table "no_such_table": ERROR:  relation "no_such_table" does not exist/, 'names the table');
+is($rc, 3, 'a table that never appears: exit 3 (absent before and after run 1: nothing proven)');
+like($out, qr/^before\tno_such_table\tabsent$/m, 'shown as absent');
+($rc, $out, $err) = cli('checksum', '-d', $conninfo, 'no_such_table');
+is($rc, 2, 'checksum of a missing table: exit 2');
+like($err, qr/table "no_such_table": relation "no_such_table" does not exist/, 'names the table');
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--', 'sh', '-c', 'exit 7');
 is($rc, 2, 'a failing command: exit 2');
 like($err, qr/run 1: the command failed with exit status 7/, 'shows its exit status');

@@ -41,6 +41,20 @@ TEST(CliOptions, DefaultsToTwoRuns)
     EXPECT_FALSE(o->json);
 }
 
+TEST(CliOptions, AllowUnchangedBelongsToRerun)
+{
+    auto o = p({"rerun", "-t", "a", "--", "true"});
+    ASSERT_TRUE(o);
+    EXPECT_FALSE(o->allow_unchanged);
+    o = p({"rerun", "-t", "a", "--allow-unchanged", "--", "true", "--allow-unchanged"});
+    ASSERT_TRUE(o);
+    EXPECT_TRUE(o->allow_unchanged);
+    EXPECT_EQ(o->job, (std::vector<std::string>{"true", "--allow-unchanged"}));
+    std::string err;
+    EXPECT_FALSE(p({"checksum", "--allow-unchanged", "t"}, &err));
+    EXPECT_NE(err.find("unknown option \"--allow-unchanged\""), std::string::npos) << err;
+}
+
 TEST(CliOptions, ChecksumTakesTablesAsArguments)
 {
     auto o = p({"checksum", "-d", "shop", "t1", "t2"});
