@@ -27,3 +27,19 @@ END
 $$;
 COMMENT ON FUNCTION idem._tombstones(regclass) IS
   'Deprecated (0.9.0): idem._tombstones_of, under a name that is not a type''s';
+
+-- assert_rerun_safe proves only what it watched (issue 42): a run 1 that
+-- changes none of the tables raises ID007 unless allow_unchanged, and
+-- created_tables names tables the job creates (absent before run 1). Both
+-- are new parameters with defaults at the end, so every call of 0.8.0 keeps
+-- its meaning; the function is re-created because a parameter is added.
+DROP FUNCTION idem.assert_rerun_safe(text, regclass[], int, text[], boolean);
+CREATE FUNCTION idem.assert_rerun_safe(job text, tables regclass[], runs int DEFAULT 2,
+                                       exclude_columns text[] DEFAULT '{}', rollback boolean DEFAULT true,
+                                       allow_unchanged boolean DEFAULT false,
+                                       created_tables text[] DEFAULT '{}')
+  RETURNS TABLE(run int, table_name regclass, row_count bigint, checksum text)
+  AS 'MODULE_PATHNAME', 'idem_assert_rerun_safe'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.assert_rerun_safe(text, regclass[], int, text[], boolean, boolean, text[]) IS
+  'Runs job (any SQL) several times and raises ID002 naming the first table a later run changed, ID007 when run 1 changed none (unless allow_unchanged); created_tables: tables the job creates; with rollback (default) leaves the database as it was';

@@ -28,7 +28,8 @@ SELECT count(*) AS day_0706_untouched FROM o_sales_0706;
 SELECT * FROM idem.overwrite_partition('o_sales', '2024-07-07',
   $$SELECT day, store, sum(amount) FROM o_raw WHERE day = '2024-07-07' GROUP BY 1, 2$$) AS text_value;
 -- A rerun through assert_rerun_safe proves it.
-SELECT count(*) AS checks FROM idem.assert_rerun_safe($$SELECT * FROM o_job('2024-07-07')$$, '{o_sales}');
+-- (The day is loaded already: run 1 changes nothing, which is expected here.)
+SELECT count(*) AS checks FROM idem.assert_rerun_safe($$SELECT * FROM o_job('2024-07-07')$$, '{o_sales}', allow_unchanged => true);
 
 -- Rows outside the partition, a value no partition (or only DEFAULT) holds.
 SELECT show_error($$SELECT * FROM idem.overwrite_partition('o_sales', '2024-07-07',

@@ -102,3 +102,34 @@ SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('  ;  ', '{daily_sales}
 SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('SELECT 1', '{daily_sales}', exclude_columns => '{nope}')$$);
 SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('SELECT 1', '{no_such_table}')$$);
 SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('SELECT 1', ARRAY['daily_sales'::regclass, NULL])$$);
+
+-- A proof that watched nothing change proves nothing (issue 42): a job that
+-- writes another table than the ones named, or has nothing to do, leaves
+-- them as they were after run 1, and that is ID007 (0.8.0 said rerun-safe).
+CREATE TABLE written_elsewhere (n int);
+SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('INSERT INTO written_elsewhere VALUES (1)', '{daily_sales}')$$);
+-- A job with no new input is legitimately a no-op: allow_unchanged.
+SELECT count(*) AS checks FROM idem.assert_rerun_safe('SELECT 1', '{daily_sales}', allow_unchanged => true);
+
+-- A table the job creates (a first dbt run, a migration then a load):
+-- created_tables names it; before run 1 it is absent, and every later run
+-- must leave it as run 1 did. The runs are rolled back, the table with them.
+SELECT run, row_count, checksum ~ '^v1:2:' AS two_rows
+  FROM idem.assert_rerun_safe($$CREATE TABLE IF NOT EXISTS made_by_job (id int PRIMARY KEY);
+                               INSERT INTO made_by_job VALUES (1), (2) ON CONFLICT DO NOTHING$$,
+                             '{}', created_tables => '{made_by_job}');
+SELECT to_regclass('made_by_job') IS NULL AS no_table_left;
+SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('CREATE TABLE IF NOT EXISTS made_log (id int); INSERT INTO made_log VALUES (1)',
+                                                         '{}', created_tables => '{made_log}')$$);
+SELECT show_error($$SELECT * FROM idem.assert_rerun_safe(
+  'DO $do$ BEGIN IF to_regclass(''made_once'') IS NULL THEN CREATE TABLE made_once (id int); ELSE DROP TABLE made_once; END IF; END $do$',
+  '{}', created_tables => '{made_once}')$$);
+-- A table the job never creates is absent before and after run 1.
+SELECT show_error($$SELECT * FROM idem.assert_rerun_safe('SELECT 1', '{}', created_tables => '{never_made}')$$);
+-- Watched by OID and by name together; the excluded column is checked
+-- after run 1, when the created table has its columns.
+SELECT count(*) AS checks FROM idem.assert_rerun_safe(
+  $$CREATE TABLE IF NOT EXISTS made_stamped (id int PRIMARY KEY, loaded_at timestamptz);
+    INSERT INTO made_stamped VALUES (1, clock_timestamp()) ON CONFLICT (id) DO UPDATE SET loaded_at = EXCLUDED.loaded_at;
+    INSERT INTO naive_sales VALUES ('2024-07-07', 'x', 1)$$,
+  '{daily_sales}', created_tables => '{made_stamped}', exclude_columns => '{loaded_at}');

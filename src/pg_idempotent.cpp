@@ -644,9 +644,19 @@ Datum idem_assert_rerun_safe(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 2, "runs");
         pg::require_arg(fcinfo, 3, "exclude_columns");
         pg::require_arg(fcinfo, 4, "rollback");
+        // allow_unchanged and created_tables came with 0.9.0's SQL.
+        bool allow_unchanged = false;
+        std::vector<std::string> created;
+        if (PG_NARGS() >= 7) {
+            pg::require_arg(fcinfo, 5, "allow_unchanged");
+            pg::require_arg(fcinfo, 6, "created_tables");
+            allow_unchanged = *pg::arg_bool(fcinfo, 5);
+            created = *pg::arg_text_array(fcinfo, 6, "created_tables");
+        }
         pg_idempotent::assert_rerun_safe(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0),
                                          pg::arg_oid_array(fcinfo, 1, "tables"), *pg::arg_int4(fcinfo, 2),
-                                         *pg::arg_text_array(fcinfo, 3, "exclude_columns"), *pg::arg_bool(fcinfo, 4));
+                                         *pg::arg_text_array(fcinfo, 3, "exclude_columns"), *pg::arg_bool(fcinfo, 4),
+                                         allow_unchanged, created);
         return Datum(0);
     });
 }

@@ -83,6 +83,9 @@ inline constexpr const char* kAppendConflict = "ID005";
 // ID006, a merge source row at the target row's version with other content
 // (21000 before 0.8.0), is raised only by the statement merge writes
 // (merge_sql.cpp, as 'ID006' in its text): no C++ code names it.
+// ID007, idem.assert_rerun_safe: run 1 changed none of the watched
+// tables, so nothing was proven.
+inline constexpr const char* kNothingProven = "ID007";
 }  // namespace sqlstate
 
 class UserError : public std::exception {

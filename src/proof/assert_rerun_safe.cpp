@@ -1,6 +1,8 @@
 #include "proof/assert_rerun_safe.hpp"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/sql_text.hpp"
@@ -21,53 +23,99 @@ namespace sqlstate = pg::sqlstate;
 // The extension's own class "ID": the job changed the tables when rerun.
 constexpr std::size_t kSampleRows = 5;
 
+// A table the job writes: named by OID (tables) or by name (created_tables:
+// it may not exist before run 1). rel and select once it exists.
 struct Watched {
-    pg::Relation rel;
+    std::string name;
+    bool by_name = false;
+    std::optional<pg::Relation> rel;
     std::string select;  // SELECT <kept columns> FROM <table>
 };
 
 struct Checksum {
     int run;
     std::size_t table;
-    std::string text;  // v1:<count>:<digest>
+    std::string text;  // v1:<count>:<digest>, or "absent"
     std::uint64_t count;
+    std::uint32_t oid;  // 0 when absent
 };
 
-std::vector<Watched> describe_tables(const std::vector<std::uint32_t>& tables, const std::vector<std::string>& exclude)
+constexpr const char* kAbsent = "absent";
+
+// rel and select for the relation oid, without the excluded columns.
+void resolve(Watched& w, std::uint32_t oid, const std::vector<std::string>& exclude)
+{
+    w.rel = pg::describe_relation(oid);
+    if (std::string("rpvmf").find(w.rel->kind) == std::string::npos)
+        throw UserError(sqlstate::kWrongObjectType, "\"" + w.rel->display + "\" is not a table or view", {},
+                        "Watch tables, views or materialized views: what the job writes.");
+    std::vector<std::string> cols;
+    for (const auto& c : w.rel->columns)
+        if (std::find(exclude.begin(), exclude.end(), c.name) == exclude.end())
+            cols.push_back(pg::quote_ident(c.name));
+    w.select = core::select_columns(cols, w.rel->qualified);
+}
+
+std::vector<Watched> watch(const std::vector<std::uint32_t>& tables, const std::vector<std::string>& created,
+                           const std::vector<std::string>& exclude)
 {
     std::vector<Watched> out;
-    std::set<std::string> used;
     std::set<std::uint32_t> named;
     for (const auto oid : tables) {
         // A table named twice is one table: checksummed once per run.
         if (!named.insert(oid).second)
             continue;
-        Watched w{pg::describe_relation(oid), {}};
-        if (std::string("rpvmf").find(w.rel.kind) == std::string::npos)
-            throw UserError(sqlstate::kWrongObjectType, "\"" + w.rel.display + "\" is not a table or view", {},
-                            "Watch tables, views or materialized views: what the job writes.");
-        std::vector<std::string> cols;
-        for (const auto& c : w.rel.columns) {
-            bool skip = false;
-            for (const auto& e : exclude)
-                if (e == c.name) {
-                    skip = true;
-                    used.insert(e);
-                }
-            if (!skip)
-                cols.push_back(pg::quote_ident(c.name));
-        }
-        w.select = core::select_columns(cols, w.rel.qualified);
+        Watched w;
+        resolve(w, oid, exclude);
+        w.name = w.rel->display;
         out.push_back(std::move(w));
     }
-    // An excluded column applies to the tables that have it; one that no
-    // table has is a typo, and a typo must not silently pass.
-    for (const auto& e : exclude)
-        if (used.count(e) == 0)
+    for (const auto& name : created) {
+        Watched w;
+        w.name = name;
+        w.by_name = true;
+        out.push_back(std::move(w));
+    }
+    return out;
+}
+
+// The relation a name means now (as the caller's search_path resolves it).
+std::uint32_t relation_named(pg::SpiSession& spi, const std::string& name)
+{
+    auto r = spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text", {Param::of_text(name)});
+    return r.rows.at(0).at(0) ? static_cast<std::uint32_t>(std::stoul(*r.rows[0][0])) : 0;
+}
+
+// The table's state now: its checksum, or "absent" (a created_tables name
+// that does not exist).
+Checksum state_of(pg::SpiSession& spi, int run, std::size_t t, Watched& w, const std::vector<std::string>& exclude)
+{
+    if (w.by_name) {
+        const std::uint32_t oid = relation_named(spi, w.name);
+        if (oid == 0)
+            return Checksum{run, t, kAbsent, 0, 0};
+        if (!w.rel || w.rel->oid != oid)
+            resolve(w, oid, exclude);
+    }
+    const core::MultisetDigest d = pg::digest_statement_rows(spi, w.select);
+    return Checksum{run, t, d.text(), d.count(), w.rel->oid};
+}
+
+// An excluded column applies to the tables that have it; one that no table
+// has is a typo, and a typo must not silently pass.
+void check_excluded(const std::vector<Watched>& watched, const std::vector<std::string>& exclude)
+{
+    for (const auto& e : exclude) {
+        bool used = false;
+        for (const auto& w : watched)
+            if (w.rel)
+                for (const auto& c : w.rel->columns)
+                    used = used || c.name == e;
+        if (!used)
             throw UserError(sqlstate::kUndefinedColumn,
                             "exclude_columns names \"" + e + "\", which none of the tables has", {},
                             "Name only columns of the watched tables in exclude_columns.");
-    return out;
+    }
 }
 
 // Per-row digest counts of a table now (the multiset the checksum sums).
@@ -119,12 +167,44 @@ std::string describe_difference(pg::SpiSession& spi, const Watched& w, const std
 
 }  // namespace
 
-void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const std::vector<std::uint32_t>& tables,
-                       std::int32_t runs, const std::vector<std::string>& exclude_columns, bool rollback)
+namespace {
+
+UserError not_rerun_safe(int run, const Watched& w, const std::string& first, const std::string& now,
+                         const std::string& detail)
 {
-    if (tables.empty())
+    return UserError(sqlstate::kNotRerunSafe,
+                     "job is not rerun-safe: run " + std::to_string(run) + " " +
+                         (now == kAbsent     ? "dropped"
+                          : first == kAbsent ? "created"
+                                             : "changed") +
+                         " \"" + w.name + "\"",
+                     "Run 1 left " + first + ", run " + std::to_string(run) + " left " + now + "." +
+                         (detail.empty() ? "" : "\n" + detail),
+                     "Make the job overwrite or merge its unit of work instead of appending; exclude "
+                     "columns that legitimately change (exclude_columns), such as load timestamps.");
+}
+
+UserError nothing_proven(const std::vector<Watched>& watched, const std::vector<Checksum>& after)
+{
+    std::string states;
+    for (std::size_t t = 0; t < watched.size(); ++t)
+        states += std::string(t ? ", " : "") + watched[t].name + " " + after[t].text;
+    return UserError(sqlstate::kNothingProven, "job changed none of the tables in run 1: nothing was proven",
+                     "Before and after run 1: " + states + ".",
+                     "Check that the job writes the tables you passed (in this database); for a job with no new "
+                     "input, pass allow_unchanged => true.");
+}
+
+}  // namespace
+
+void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const std::vector<std::uint32_t>& tables,
+                       std::int32_t runs, const std::vector<std::string>& exclude_columns, bool rollback,
+                       bool allow_unchanged, const std::vector<std::string>& created_tables)
+{
+    if (tables.empty() && created_tables.empty())
         throw UserError(sqlstate::kInvalidParameterValue, "tables must name at least one table", {},
-                        "Pass the tables the job writes, for example tables => '{daily_sales}'.");
+                        "Pass the tables the job writes, for example tables => '{daily_sales}' (or, for tables the "
+                        "job creates, created_tables => '{daily_sales}').");
     if (runs < 2)
         throw UserError(sqlstate::kInvalidParameterValue, "runs must be at least 2",
                         "Rerun safety compares every run after the first with the first.",
@@ -133,33 +213,44 @@ void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const s
         throw UserError(sqlstate::kInvalidParameterValue, "job must not be empty", {}, "Pass the job's SQL.");
 
     pg::SpiSession spi;
-    const std::vector<Watched> watched = describe_tables(tables, exclude_columns);
+    std::vector<Watched> watched = watch(tables, created_tables, exclude_columns);
+    if (created_tables.empty())
+        check_excluded(watched, exclude_columns);
     std::vector<Checksum> results;
 
     auto body = [&] {
+        std::vector<Checksum> before;
+        for (std::size_t t = 0; t < watched.size(); ++t)
+            before.push_back(state_of(spi, 0, t, watched[t], exclude_columns));
         std::vector<std::map<std::string, std::int64_t>> first_counts;
         for (int run = 1; run <= runs; ++run) {
             // The job: any SQL (CALL, DO, statement lists), as the caller.
             spi.execute(job);
             for (std::size_t t = 0; t < watched.size(); ++t) {
-                const core::MultisetDigest d = pg::digest_statement_rows(spi, watched[t].select);
-                results.push_back(Checksum{run, t, d.text(), d.count()});
+                const Checksum c = state_of(spi, run, t, watched[t], exclude_columns);
+                results.push_back(c);
                 if (run == 1) {
-                    first_counts.push_back(row_counts(spi, watched[t]));
+                    first_counts.push_back(c.oid != 0 ? row_counts(spi, watched[t])
+                                                      : decltype(first_counts)::value_type());
                     continue;
                 }
                 const std::string& first = results[t].text;  // run 1's, same table
-                if (d.text() == first)
+                if (c.text == first)
                     continue;
                 const std::string detail =
-                    describe_difference(spi, watched[t], first_counts[t], row_counts(spi, watched[t]));
-                throw UserError(
-                    sqlstate::kNotRerunSafe,
-                    "job is not rerun-safe: run " + std::to_string(run) + " changed \"" + watched[t].rel.display + "\"",
-                    "Run 1 left " + first + ", run " + std::to_string(run) + " left " + d.text() + ".\n" + detail,
-                    "Make the job overwrite or merge its unit of work instead of appending; exclude "
-                    "columns that legitimately change (exclude_columns), such as load timestamps.");
+                    c.oid != 0 && first != kAbsent
+                        ? describe_difference(spi, watched[t], first_counts[t], row_counts(spi, watched[t]))
+                        : std::string();
+                throw not_rerun_safe(run, watched[t], first, c.text, detail);
             }
+            if (run != 1)
+                continue;
+            check_excluded(watched, exclude_columns);
+            bool changed = false;
+            for (std::size_t t = 0; t < watched.size(); ++t)
+                changed = changed || results[t].text != before[t].text;
+            if (!changed && !allow_unchanged)
+                throw nothing_proven(watched, before);
         }
     };
     if (rollback)
@@ -169,8 +260,9 @@ void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const s
 
     std::vector<pg::Row> rows;
     for (const auto& c : results)
-        rows.push_back(
-            {std::to_string(c.run), std::to_string(watched[c.table].rel.oid), std::to_string(c.count), c.text});
+        rows.push_back({std::to_string(c.run),
+                        c.oid != 0 ? std::optional<std::string>(std::to_string(c.oid)) : std::nullopt,
+                        std::to_string(c.count), c.text});
     pg::return_text_rows(out, rows);
     spi.finish();
 }
