@@ -1726,3 +1726,11 @@ CREATE FUNCTION idem.assert_rerun_safe(job text, tables regclass[], runs int DEF
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.assert_rerun_safe(text, regclass[], int, text[], boolean, boolean, text[]) IS
   'Runs job (any SQL) several times and raises ID002 naming the first table a later run changed, ID007 when run 1 changed none (unless allow_unchanged); created_tables: tables the job creates; with rollback (default) leaves the database as it was';
+
+-- idem._raise in C (issue 42): as PL/pgSQL, every error it raised carried
+-- "CONTEXT: PL/pgSQL function idem._raise(text,text,text,text) line 3 at
+-- RAISE", which names an internal and tells a user nothing.
+CREATE OR REPLACE FUNCTION idem._raise(code text, message text, detail text, hint text)
+  RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem__raise'
+  LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -15,3 +15,15 @@ SELECT count(*) AS found_planted
   FROM pg_proc p CROSS JOIN LATERAL regexp_matches(p.prosrc, '(RAISE\s+EXCEPTION[^;]*);', 'gi') AS m
  WHERE p.proname = 'idem_hintless' AND m[1] !~* '\mHINT\s*=';
 DROP FUNCTION idem_hintless();
+
+-- Errors the extension's statements raise through idem._raise carry no
+-- CONTEXT naming the internal function (issue 42; as PL/pgSQL it added
+-- "PL/pgSQL function idem._raise(text,text,text,text) line 3 at RAISE").
+\set VERBOSITY default
+CREATE TABLE eh_log (id int PRIMARY KEY, v text);
+CREATE TABLE eh_batch (id int, v text);
+INSERT INTO eh_batch VALUES (NULL, 'no key');
+SELECT * FROM idem.append('eh_log', 'eh_batch');
+SELECT idem._raise('ID005', 'a message', 'a detail', 'a hint');
+SELECT idem._raise('22023', 'no detail or hint', NULL, NULL);
+SELECT idem._raise('bad!!', 'an invalid code is 22023', NULL, NULL);

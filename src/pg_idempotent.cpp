@@ -118,6 +118,7 @@ PG_FUNCTION_INFO_V1(idem__tombstones_put);
 PG_FUNCTION_INFO_V1(idem_purge_tombstones);
 PG_FUNCTION_INFO_V1(idem_adopt);
 PG_FUNCTION_INFO_V1(idem__count_conflict);
+PG_FUNCTION_INFO_V1(idem__raise);
 PG_FUNCTION_INFO_V1(idem_append);
 PG_FUNCTION_INFO_V1(idem_append_query);
 PG_FUNCTION_INFO_V1(idem_snapshot);
@@ -706,6 +707,27 @@ Datum idem__tombstones_put(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "target");
         return Int64GetDatum(pg_idempotent::put_tombstones(*pg::arg_oid(fcinfo, 0), pg::arg_value(fcinfo, 1),
                                                            pg::arg_value(fcinfo, 2), pg::arg_value(fcinfo, 3)));
+    });
+}
+
+// idem._raise(code, message, detail, hint): the error a statement the
+// extension built raises when a check fails (a CASE calls it). A C function
+// since 0.9.0: as PL/pgSQL every such error carried "CONTEXT: PL/pgSQL
+// function idem._raise(text,text,text,text) line 3 at RAISE", naming an
+// internal. A code that is not five of [0-9A-Z] is 22023's.
+Datum idem__raise(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        // The code outlives this frame: the boundary raises it after return.
+        static char code[6];
+        const std::string c = pg::arg_text(fcinfo, 0).value_or("");
+        const bool valid =
+            c.size() == 5 && c.find_first_not_of("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos;
+        const std::string chosen = valid ? c : std::string(pg::sqlstate::kInvalidParameterValue);
+        chosen.copy(code, 5);
+        code[5] = '\0';
+        throw pg::UserError(code, pg::arg_text(fcinfo, 1).value_or("error raised by pg_idempotent"),
+                            pg::arg_text(fcinfo, 2).value_or(""), pg::arg_text(fcinfo, 3).value_or(""));
     });
 }
 

@@ -73,9 +73,10 @@ std::string null_key_checks(const std::vector<AssignmentTarget>& keys)
         c += " WHEN " + n +
              " OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format("
              "'null value in key column %s of the source', pg_catalog.quote_ident(" +
-             keys[i].name_literal + ")), pg_catalog.format('%s source rows have a NULL in key column %s.', " + n +
-             ", pg_catalog.quote_ident(" + keys[i].name_literal +
-             ")), 'Every key column of every source row must have a value.')\n";
+             keys[i].name_literal + ")), pg_catalog.format('%s source %s a NULL in key column %s.', " + n +
+             ", CASE WHEN " + n +
+             " OPERATOR(pg_catalog.=) 1 THEN 'row has' ELSE 'rows have' END, pg_catalog.quote_ident(" +
+             keys[i].name_literal + ")), 'Every key column of every source row must have a value.')\n";
     }
     return c;
 }

@@ -5,7 +5,7 @@ stats AS MATERIALIZED (SELECT pg_catalog.count(*) AS n, pg_catalog.count(*) FILT
 tops AS MATERIALIZED (SELECT src.m, pg_catalog.count(*) AS "idem$n" FROM src GROUP BY src.m HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1),
 dups AS MATERIALIZED (SELECT src.m FROM src JOIN tops ON src.m OPERATOR(pg_catalog.=) tops.m GROUP BY src.m HAVING pg_catalog.count(DISTINCT idem._row_digest(ROW(src.m, src.v))) OPERATOR(pg_catalog.>) 1 LIMIT 1),
 checks AS MATERIALIZED (SELECT CASE
- WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('m')), pg_catalog.format('%s source rows have a NULL in key column %s.', st.null_0, pg_catalog.quote_ident('m')), 'Every key column of every source row must have a value.')
+ WHEN st.null_0 OPERATOR(pg_catalog.>) 0 THEN idem._raise('23502', pg_catalog.format('null value in key column %s of the source', pg_catalog.quote_ident('m')), pg_catalog.format('%s source %s a NULL in key column %s.', st.null_0, CASE WHEN st.null_0 OPERATOR(pg_catalog.=) 1 THEN 'row has' ELSE 'rows have' END, pg_catalog.quote_ident('m')), 'Every key column of every source row must have a value.')
  WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', 'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values.', pg_catalog.format('(%s)=(%s)', pg_catalog.concat_ws(', ', 'm'), pg_catalog.concat_ws(', ', COALESCE(d.m::pg_catalog.text, 'NULL')))), 'Remove the duplicates, or pass version_column so that the newest row wins.') FROM dups d)
  ELSE true END AS ok FROM stats st),
 dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE (SELECT ok FROM checks) AND NOT EXISTS (SELECT FROM tops)
