@@ -209,3 +209,41 @@ RESET ROLE;
 DROP VIEW s_hist_v;
 DROP TABLE s_customers, s_hist, s_before, s_broken, s_region, s_events, s_feed, s_part, s_src, s_del, s_inf;
 DROP ROLE s_etl;
+
+-- Two conventions for "current" (issue 42): a history prepared with
+-- valid_to_current => 'infinity' (dbt's dbt_valid_to_current) and a call
+-- that forgets the option. 0.8.0's HINT said to prepare an index WHERE
+-- valid_to IS NULL; following it, the next snapshot gave every key a second
+-- current version. Now the error names the index and the option, and no
+-- sequence of calls makes a second convention.
+CREATE TABLE s_conv_src (id int PRIMARY KEY, name text);
+INSERT INTO s_conv_src VALUES (1, 'Ada'), (2, 'Bo');
+CREATE TABLE s_inf (id int NOT NULL, name text, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL);
+SELECT idem.snapshot_prepare('s_inf', '{id}', valid_to_current => 'infinity') IS NOT NULL AS prepared;
+SELECT inserted FROM idem.snapshot('s_inf', 's_conv_src', '{id}', as_of => '2024-07-01', valid_to_current => 'infinity');
+-- The forgotten option: the error says which to pass.
+SELECT show_error($$SELECT * FROM idem.snapshot('s_inf', 's_conv_src', '{id}')$$);
+-- The HINT of 0.8.0, followed: refused (an index under the other convention
+-- exists), and the table holds versions current under it anyway.
+SELECT show_error($$SELECT idem.snapshot_prepare('s_inf', '{id}')$$);
+-- Another value than the table's: refused the same way.
+SELECT show_error($$SELECT * FROM idem.snapshot('s_inf', 's_conv_src', '{id}', valid_to_current => '9999-12-31')$$);
+SELECT show_error($$SELECT idem.snapshot_prepare('s_inf', '{id}', valid_to_current => '9999-12-31')$$);
+-- Rows written by hand under the other convention, no index yet: prepare
+-- refuses in both directions.
+CREATE TABLE s_hand_null (id int NOT NULL, valid_from timestamptz NOT NULL, valid_to timestamptz);
+INSERT INTO s_hand_null VALUES (1, '2024-07-01', NULL);
+SELECT show_error($$SELECT idem.snapshot_prepare('s_hand_null', '{id}', valid_to_current => 'infinity')$$);
+CREATE TABLE s_hand_inf (id int NOT NULL, valid_from timestamptz NOT NULL, valid_to timestamptz);
+INSERT INTO s_hand_inf VALUES (1, '2024-07-01', 'infinity');
+SELECT show_error($$SELECT idem.snapshot_prepare('s_hand_inf', '{id}')$$);
+-- Both indexes made by hand: idem.snapshot refuses to run beside the
+-- other convention's, whichever the call's.
+CREATE TABLE s_both (id int NOT NULL, name text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE UNIQUE INDEX ON s_both (id) WHERE valid_to IS NULL;
+CREATE UNIQUE INDEX ON s_both (id) WHERE valid_to = 'infinity';
+SELECT show_error($$SELECT * FROM idem.snapshot('s_both', 's_conv_src', '{id}', as_of => '2024-07-01')$$);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_both', 's_conv_src', '{id}', as_of => '2024-07-01', valid_to_current => 'infinity')$$);
+-- With the right option the history stays whole: one current version per key.
+SELECT inserted, unchanged FROM idem.snapshot('s_inf', 's_conv_src', '{id}', as_of => '2024-07-02', valid_to_current => 'infinity');
+SELECT count(*) AS keys_with_two_current FROM (SELECT id FROM s_inf WHERE valid_to = 'infinity' OR valid_to IS NULL GROUP BY id HAVING count(*) > 1) k;

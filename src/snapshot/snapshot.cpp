@@ -96,6 +96,59 @@ std::optional<std::string> current_version_index(pg::SpiSession& spi, std::uint3
     return r.rows[0][0];
 }
 
+// A one-current-version index of the target under another convention than
+// the call's (valid_to IS NULL against valid_to = a value, or another
+// value): its name and predicate. A call that forgets valid_to_current (or
+// passes another) must not get a second index: with two, every key can have
+// two current versions.
+struct OtherConvention {
+    std::string index;
+    std::string predicate;  // as pg_get_expr shows it
+};
+
+std::optional<OtherConvention> other_convention_index(pg::SpiSession& spi, std::uint32_t target,
+                                                      std::vector<std::string> key, const CurrentMark& mark)
+{
+    std::sort(key.begin(), key.end());
+    const std::string vt = pg::quote_ident(mark.valid_to->name);
+    const pg::QueryResult r = spi.query(
+        "SELECT i.indexrelid::pg_catalog.regclass::pg_catalog.text, pg_catalog.pg_get_expr(i.indpred, i.indrelid)"
+        " FROM pg_catalog.pg_index i"
+        " WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisunique AND i.indexprs IS NULL AND i.indpred IS NOT NULL"
+        " AND i.indnkeyatts OPERATOR(pg_catalog.=) pg_catalog.cardinality($2::pg_catalog.text[])"
+        " AND ARRAY(SELECT a.attname::pg_catalog.text COLLATE \"C\" FROM pg_catalog.unnest(i.indkey::pg_catalog.int2[])"
+        "  WITH ORDINALITY AS k(attnum, n) JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid"
+        "  AND a.attnum OPERATOR(pg_catalog.=) k.attnum WHERE k.n OPERATOR(pg_catalog.<=) i.indnkeyatts ORDER BY 1)"
+        "  OPERATOR(pg_catalog.=) $2::pg_catalog.text[]"
+        " AND pg_catalog.pg_get_expr(i.indpred, i.indrelid) OPERATOR(pg_catalog.<>) $3"
+        " AND pg_catalog.starts_with(pg_catalog.pg_get_expr(i.indpred, i.indrelid), $4) ORDER BY 1 LIMIT 1",
+        {pg::Param::of_oid(target), pg::Param::of_text_array(key), pg::Param::of_text(shown_predicate(spi, mark)),
+         pg::Param::of_text("(" + vt + " ")});
+    if (r.rows.empty())
+        return std::nullopt;
+    return OtherConvention{r.rows[0][0].value_or(""), r.rows[0][1].value_or("")};
+}
+
+// What the call must pass to use that index: "valid_to_current => '<v>'"
+// for a predicate (<vt> = '<v>'::type), or leaving the option out for IS NULL.
+std::string option_for(const OtherConvention& other)
+{
+    const std::string& p = other.predicate;
+    if (p.size() > 9 && p.compare(p.size() - 9, 9, " IS NULL)") == 0)
+        return "leave valid_to_current out (its current versions have valid_to NULL)";
+    const std::size_t open = p.find("= '");
+    const std::size_t close = p.rfind("'::");
+    if (open == std::string::npos || close == std::string::npos || close <= open + 2)
+        return "pass the valid_to_current that makes the predicate " + p;
+    std::string value;
+    for (std::size_t i = open + 3; i < close; ++i) {
+        value += p[i];
+        if (p[i] == '\'' && i + 1 < close && p[i + 1] == '\'')
+            ++i;  // '' in a literal is one quote
+    }
+    return "pass valid_to_current => " + pg::quote_literal(value);
+}
+
 // valid_from and valid_to: columns of the target of one timestamp type,
 // never written by the source.
 std::string validity_type(const pg::Relation& target, const SourceShape& src, const SnapshotOptions& o)
@@ -250,7 +303,20 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
         spec.hash_keys = keys_hashable(target, o.key);
     spec.stable_source = src.stable();
     spec.current_value = o.valid_to_current.has_value();
-    if (!current_version_index(spi, target.oid, o.key, current_mark(target, o.valid_to, o.valid_to_current)))
+    const CurrentMark mark = current_mark(target, o.valid_to, o.valid_to_current);
+    const bool own = current_version_index(spi, target.oid, o.key, mark).has_value();
+    // Another convention's index, beside this call's or instead of it: the
+    // history may hold versions current under it, which this call would not
+    // see, and it would give their keys a second current version.
+    if (const auto other = other_convention_index(spi, target.oid, o.key, mark))
+        throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                        "\"" + target.display + "\" marks its current versions otherwise than this call",
+                        "Its index " + other->index + " allows one current version per key WHERE " + other->predicate +
+                            "; this call reads current versions as " + current_predicate(mark) + ".",
+                        own ? "The history has an index for each convention: drop the one it does not use."
+                            : "Call idem.snapshot as the history was prepared: " + option_for(*other) +
+                                  ". A second index would let every key have two current versions.");
+    if (!own)
         throw UserError(sqlstate::kObjectNotInPrerequisiteState,
                         "\"" + target.display + "\" has no unique index allowing one current version per key",
                         "Without it two runs at once could leave a key with two current versions.",
@@ -365,6 +431,40 @@ void require_key_holds_partition_key(pg::SpiSession& spi, const pg::Relation& ta
                         "Partition the history by the key (PARTITION BY HASH (key)), or keep it in one table.");
 }
 
+// Versions the table holds under another convention than mark's (once,
+// before the index is made: a scan is fine there). Marked by a value, a
+// version with valid_to NULL is current under IS NULL; marked by IS NULL, a
+// valid_to of 'infinity' or from the year 9999 on is a "current" marker
+// (dbt's dbt_valid_to_current), not a real end.
+void require_rows_of_convention(pg::SpiSession& spi, const pg::Relation& target, const CurrentMark& mark)
+{
+    const std::string vt = pg::quote_ident(mark.valid_to->name);
+    // The year-9999 test needs a timestamp column (what idem.snapshot keeps).
+    if (!mark.value && !pg::is_timestamp_type(mark.valid_to->type_oid))
+        return;
+    const std::string found =
+        mark.value
+            ? spi.query("SELECT 'NULL' FROM " + target.qualified + " WHERE " + vt + " IS NULL LIMIT 1").rows.empty()
+                  ? std::string()
+                  : std::string("NULL")
+            : spi.query("SELECT pg_catalog.max(" + vt + ")::pg_catalog.text FROM " + target.qualified + " WHERE " + vt +
+                        " OPERATOR(pg_catalog.>=) CAST('9999-01-01' AS " + mark.valid_to->qualified_type + ")")
+                  .rows.at(0)
+                  .at(0)
+                  .value_or("");
+    if (found.empty())
+        return;
+    throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                    "\"" + target.display + "\" holds versions current under another convention",
+                    "Some versions have " + mark.valid_to->name + " " + (mark.value ? "NULL" : "= " + found) +
+                        ", which marks them current; this call would mark current versions as " +
+                        current_predicate(mark) + ", and every such key would get a second current version.",
+                    mark.value ? "Leave valid_to_current out (current versions have valid_to NULL), or close "
+                                 "those versions first."
+                               : "Pass valid_to_current => " + pg::quote_literal(found) +
+                                     ", the value that marks the current versions.");
+}
+
 std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::string>& key, const std::string& valid_to,
                              const std::optional<std::string>& valid_to_current)
 {
@@ -386,6 +486,14 @@ std::string snapshot_prepare(std::uint32_t target_oid, const std::vector<std::st
     pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
     std::optional<std::string> name = current_version_index(spi, target.oid, key, mark);
     if (!name) {
+        if (const auto other = other_convention_index(spi, target.oid, key, mark))
+            throw UserError(sqlstate::kObjectNotInPrerequisiteState,
+                            "\"" + target.display + "\" already allows one current version per key otherwise",
+                            "Its index " + other->index + " is WHERE " + other->predicate + "; a second one, WHERE " +
+                                current_predicate(mark) + ", would let every key have two current versions.",
+                            "Prepare (and snapshot) the history as it is marked: " + option_for(*other) +
+                                "; or drop that index first, if the history changes its convention.");
+        require_rows_of_convention(spi, target, mark);
         const std::string current = current_predicate(mark);
         const pg::QueryResult twice =
             spi.query("SELECT " + core::join(cols) + " FROM " + target.qualified + " WHERE " + current + " GROUP BY " +
