@@ -244,6 +244,20 @@ CREATE UNIQUE INDEX ON s_both (id) WHERE valid_to IS NULL;
 CREATE UNIQUE INDEX ON s_both (id) WHERE valid_to = 'infinity';
 SELECT show_error($$SELECT * FROM idem.snapshot('s_both', 's_conv_src', '{id}', as_of => '2024-07-01')$$);
 SELECT show_error($$SELECT * FROM idem.snapshot('s_both', 's_conv_src', '{id}', as_of => '2024-07-01', valid_to_current => 'infinity')$$);
+-- Rows written by hand under the other convention after prepare: a key
+-- that has one is refused, whichever the call's convention; the keys it
+-- already tracks are not affected.
+CREATE TABLE s_hand_after (id int NOT NULL, name text, valid_from timestamptz NOT NULL, valid_to timestamptz);
+SELECT idem.snapshot_prepare('s_hand_after', '{id}') IS NOT NULL AS prepared;
+SELECT inserted FROM idem.snapshot('s_hand_after', 's_conv_src', '{id}', as_of => '2024-07-01');
+INSERT INTO s_hand_after VALUES (3, 'Cy', '2024-07-01', 'infinity');
+INSERT INTO s_conv_src VALUES (3, 'Cy');
+SELECT show_error($$SELECT * FROM idem.snapshot('s_hand_after', 's_conv_src', '{id}', as_of => '2024-07-02')$$);
+ALTER TABLE s_inf ALTER COLUMN valid_to DROP NOT NULL;
+INSERT INTO s_inf VALUES (3, 'Cy', '2024-07-01', NULL);
+SELECT show_error($$SELECT * FROM idem.snapshot('s_inf', 's_conv_src', '{id}', as_of => '2024-07-02', valid_to_current => 'infinity')$$);
+DELETE FROM s_conv_src WHERE id = 3;
+SELECT count(*) AS keys_with_two_current FROM (SELECT id FROM s_hand_after WHERE valid_to = 'infinity' OR valid_to IS NULL GROUP BY id HAVING count(*) > 1) k;
 -- With the right option the history stays whole: one current version per key.
 SELECT inserted, unchanged FROM idem.snapshot('s_inf', 's_conv_src', '{id}', as_of => '2024-07-02', valid_to_current => 'infinity');
 SELECT count(*) AS keys_with_two_current FROM (SELECT id FROM s_inf WHERE valid_to = 'infinity' OR valid_to IS NULL GROUP BY id HAVING count(*) > 1) k;

@@ -304,6 +304,8 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
     spec.stable_source = src.stable();
     spec.current_value = o.valid_to_current.has_value();
     const CurrentMark mark = current_mark(target, o.valid_to, o.valid_to_current);
+    using M = core::SnapshotSpec::OtherMark;
+    spec.other_mark = mark.value ? M::kNull : pg::is_timestamp_type(mark.valid_to->type_oid) ? M::kFarFuture : M::kNone;
     const bool own = current_version_index(spi, target.oid, o.key, mark).has_value();
     // Another convention's index, beside this call's or instead of it: the
     // history may hold versions current under it, which this call would not

@@ -17,7 +17,8 @@
 //           unchanged keys are left out here, so a rerun writes nothing
 //   gone    current versions whose key the source lacks (invalidate,
 //           new_record: not already marked deleted)
-//   checks2 time moves forward: every version closed began before run.at
+//   checks2 time moves forward: every version closed began before run.at;
+//           no new key has a version current under the other convention
 //   tally   the planned counts
 //   cls     closes the changed and gone versions (valid_to = run.at)
 //   ins     opens the new versions (and, with new_record, the deleted
@@ -49,6 +50,13 @@ struct SnapshotSpec {
     // validity type: 'infinity', as dbt's dbt_valid_to_current) in
     // valid_to instead of NULL.
     bool current_value = false;
+    // Versions current under the other convention, written by hand: a new
+    // key (no current version under this call's) that has one is refused,
+    // else it would get a second current version. kNull: valid_to IS NULL
+    // (the call marks by a value); kFarFuture: from the year 9999 on (the
+    // call marks by NULL, valid_to is a timestamp); kNone: not checked.
+    enum class OtherMark { kNone, kNull, kFarFuture };
+    OtherMark other_mark = OtherMark::kNone;
     // The timestamp strategy: the column (quoted, in insert_columns) whose
     // larger value opens a version; its type's < and = operators.
     std::optional<AssignmentTarget> updated_at;
