@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/row_text.hpp"
 #include "database.hpp"
 #include "options.hpp"
 
@@ -135,8 +136,8 @@ std::string checksum(cli::Database& db, const Table& t)
 std::map<std::string, std::pair<long long, std::string>> rows_of(cli::Database& db, const Table& t)
 {
     std::map<std::string, std::pair<long long, std::string>> out;
-    auto r = db.query("SELECT idem._row_digest(s)::text, count(*)::text, min(to_jsonb(s)::text) FROM (" + t.select +
-                      ") s GROUP BY 1");
+    auto r = db.query("SELECT idem._row_digest(s)::text, count(*)::text, min(" +
+                      pg_idempotent::core::row_text_in_column_order("s") + ") FROM (" + t.select + ") s GROUP BY 1");
     for (const auto& row : r)
         out[row[0].value_or("")] = {std::stoll(row[1].value_or("0")), row[2].value_or("")};
     return out;

@@ -133,3 +133,9 @@ SELECT count(*) AS checks FROM idem.assert_rerun_safe(
     INSERT INTO made_stamped VALUES (1, clock_timestamp()) ON CONFLICT (id) DO UPDATE SET loaded_at = EXCLUDED.loaded_at;
     INSERT INTO naive_sales VALUES ('2024-07-07', 'x', 1)$$,
   '{daily_sales}', created_tables => '{made_stamped}', exclude_columns => '{loaded_at}');
+-- The rows that differ show their columns in the table's order (0.8.0
+-- showed jsonb's: shorter keys first, {"day": ..., "store": ...}).
+CREATE TABLE column_order (store text, day date, revenue numeric, "a b" int);
+SELECT show_error($$SELECT * FROM idem.assert_rerun_safe(
+  'INSERT INTO column_order VALUES (''store 1'', ''2024-07-07'', 12.50, 3)', '{column_order}')$$);
+DROP TABLE column_order;

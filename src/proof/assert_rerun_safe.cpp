@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "core/row_text.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
@@ -156,7 +157,7 @@ std::string describe_difference(pg::SpiSession& spi, const Watched& w, const std
     std::string detail = "Rows of this run not in run 1: " + std::to_string(extra_copies) +
                          "; rows of run 1 no longer there: " + std::to_string(missing_copies) + ".";
     for (const auto& digest : extra) {
-        auto r = spi.query("SELECT pg_catalog.to_jsonb(s)::pg_catalog.text FROM (" + w.select +
+        auto r = spi.query("SELECT " + core::row_text_in_column_order("s") + " FROM (" + w.select +
                                ") s WHERE idem._row_digest(s) OPERATOR(pg_catalog.=) $1::pg_catalog.uuid LIMIT 1",
                            {Param::of_text(digest)});
         if (!r.rows.empty())

@@ -205,12 +205,13 @@ std::string other_convention_check(const SnapshotSpec& s)
     using M = SnapshotSpec::OtherMark;
     if (s.other_mark == M::kNone)
         return "";
-    const std::string other = s.other_mark == M::kNull
-                                  ? "h." + s.valid_to + " IS NULL"
-                                  : "h." + s.valid_to + " OPERATOR(pg_catalog.>=) CAST('9999-01-01' AS " +
-                                        s.validity_type + ")";
+    const std::string other =
+        s.other_mark == M::kNull
+            ? "h." + s.valid_to + " IS NULL"
+            : "h." + s.valid_to + " OPERATOR(pg_catalog.>=) CAST('9999-01-01' AS " + s.validity_type + ")";
     return " WHEN EXISTS (SELECT FROM plan p JOIN " + s.target + " h ON " + keys_match(s.keys, s.key_eq, "h", "p") +
-           " WHERE " + action_is("p", kNew) + " AND " + other + ") THEN (SELECT idem._raise('55000', "
+           " WHERE " + action_is("p", kNew) + " AND " + other +
+           ") THEN (SELECT idem._raise('55000', "
            "pg_catalog.format('%s holds versions current under another convention', $1::pg_catalog.regclass), "
            "pg_catalog.format('Key %s has a version with valid_to %s, which marks it current; this call would open "
            "a second current version.', " +
@@ -242,7 +243,8 @@ std::string checks2_cte(const SnapshotSpec& s)
            "ended.', (SELECT r.at FROM run r)), CASE WHEN $2 IS NULL "
            "THEN 'A snapshot that began later has written first: retry the transaction (two snapshots that change "
            "rows in one transaction need as_of).' ELSE 'Pass an as_of later than every version it would close.' "
-           "END)" + other_convention_check(s) + " ELSE true END AS ok)";
+           "END)" +
+           other_convention_check(s) + " ELSE true END AS ok)";
 }
 
 std::string tally_cte()

@@ -24,7 +24,7 @@ CREATE TABLE raw_orders (day date, store text, amount numeric);
 INSERT INTO raw_orders SELECT '2024-07-07', 'store ' || (g % 3), g FROM generate_series(1, 30) g;
 CREATE TABLE daily_sales (day date, store text, revenue numeric, loaded_at timestamptz,
                           PRIMARY KEY (day, store));
-CREATE TABLE naive_sales (day date, store text, revenue numeric);
+CREATE TABLE naive_sales (store text, day date, revenue numeric);
 });
 my $conninfo = $node->connstr('postgres');
 my $dir = PostgreSQL::Test::Utils::tempdir();
@@ -41,7 +41,7 @@ print $fh q{SELECT * FROM idem.merge_query('daily_sales',
 };
 close $fh;
 open $fh, '>', "$dir/append_job.sh" or die;
-print $fh "#!/bin/sh\npsql -X -q -d \"\$1\" -c \"INSERT INTO naive_sales SELECT day, store, sum(amount) FROM raw_orders GROUP BY day, store\"\n";
+print $fh "#!/bin/sh\npsql -X -q -d \"\$1\" -c \"INSERT INTO naive_sales SELECT store, day, sum(amount) FROM raw_orders GROUP BY day, store\"\n";
 close $fh;
 chmod 0755, "$dir/append_job.sh";
 
@@ -69,7 +69,7 @@ like($err, qr/run 2: checksumming daily_sales/, 'progress on stderr');
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'naive_sales', '--runs', '3', '--', "$dir/append_job.sh", $conninfo);
 is($rc, 1, 'an appending job is not rerun-safe: exit 1');
 like($out, qr/NOT rerun-safe: run 2 changed naive_sales/, 'names the run and the table');
-like($out, qr/^\+ \{"day": "2024-07-07", "store": "store \d", "revenue": \d+\}$/m, 'shows a sample of the added rows');
+like($out, qr/^\+ \{"store": "store \d", "day": "2024-07-07", "revenue": \d+\}$/m, 'shows a sample of the added rows, columns in table order');
 
 # A job that stamps now(): caught here because each run is its own transaction.
 ($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--json', '--', 'psql', '-X', '-q', '-d', $conninfo, '-o', '/dev/null', '-f', "$dir/stamp_job.sql");
@@ -99,13 +99,13 @@ ok($doc && !defined $doc->{rerun_safe} && $doc->{proven} == JSON::PP::false, '--
 # database, as a CI job's environment may). 0.8.0 watched postgres while
 # the job appended elsewhere, and said rerun-safe.
 $node->safe_psql('postgres', 'CREATE DATABASE elsewhere');
-$node->safe_psql('elsewhere', 'CREATE TABLE naive_sales (day date, store text, revenue numeric)');
+$node->safe_psql('elsewhere', 'CREATE TABLE naive_sales (store text, day date, revenue numeric)');
 {
 	local %ENV = %ENV;
 	$ENV{PGDATABASE} = 'elsewhere';
 	delete @ENV{qw(PGHOST PGPORT PGSERVICE)};
 	($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'naive_sales', '--', 'psql', '-X', '-q',
-		'-c', 'INSERT INTO naive_sales SELECT day, store, sum(amount) FROM raw_orders GROUP BY day, store');
+		'-c', 'INSERT INTO naive_sales SELECT store, day, sum(amount) FROM raw_orders GROUP BY day, store');
 	is($rc, 1, 'a job using its PG* environment appends where rerun watches: exit 1');
 	like($err, qr/COMMAND's connection:.* PGDATABASE=postgres/, 'stderr shows the connection COMMAND gets');
 	($rc, $out, $err) = cli('rerun', '-d', $conninfo, '-t', 'daily_sales', '--allow-unchanged', '--',
