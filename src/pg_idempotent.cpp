@@ -56,6 +56,7 @@ void _PG_init(void)
     pg::define_settings();
     pg::register_transaction_callbacks();
     pg::register_grant_invalidation();
+    pg::install_statement_hiding();
 }
 
 PG_FUNCTION_INFO_V1(idem_checksum);

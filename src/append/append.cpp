@@ -13,6 +13,7 @@
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
+#include "pg/step.hpp"
 #include "pg/transactions.hpp"
 #include "pg/unit_lock.hpp"
 
@@ -183,6 +184,7 @@ pg::QueryResult run_statement(pg::SpiSession& spi, const std::string& sql, const
         settings.emplace_back("enable_mergejoin", "off");
     }
     pg::QueryResult r;
+    const pg::Step step("appending the batch to the target");
     pg::with_settings(settings, [&] { r = spi.query(sql, statement_params(target, within), true); });
     met = conflicts(target.oid);
     return r;

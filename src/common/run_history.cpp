@@ -6,6 +6,7 @@
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/step.hpp"
 
 namespace pg_idempotent {
 
@@ -46,6 +47,7 @@ std::optional<std::string> capped(const std::optional<std::string>& text)
 void record_run(pg::SpiSession& spi, const RunClock& clock, const RunRecord& run)
 {
     const pg::HistoryMode mode = pg::history_mode();
+    const pg::Step step("recording the run in idem.run_log");
     if (mode == pg::HistoryMode::kOff)
         return;
     if (mode == pg::HistoryMode::kChanges && !run.changed)

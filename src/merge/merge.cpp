@@ -16,6 +16,7 @@
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/step.hpp"
 #include "pg/transactions.hpp"
 #include "pg/unit_lock.hpp"
 
@@ -307,6 +308,7 @@ void with_merge_settings(const std::function<void()>& fn)
 pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std::uint32_t target_oid)
 {
     reset_conflicts(target_oid);
+    const pg::Step step("loading the batch into the empty target");
     std::uint64_t processed = 0;
     with_merge_settings([&] {
         processed = spi.query(core::build_first_load_sql(spec), {pg::Param::of_oid(target_oid)}, true).processed;
@@ -335,6 +337,7 @@ pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, cons
             throw *failed;
     }
     reset_conflicts(target.oid);
+    const pg::Step step("merging the batch into the target");
     pg::QueryResult counts;
     with_merge_settings(
         [&] { counts = spi.query(core::build_merge_sql(spec), {pg::Param::of_oid(target.oid)}, true); });

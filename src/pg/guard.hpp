@@ -23,6 +23,7 @@
 
 #include "pg/errors.hpp"
 #include "pg/postgres.hpp"
+#include "pg/step.hpp"
 
 namespace pg_idempotent::pg {
 

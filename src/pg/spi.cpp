@@ -213,10 +213,10 @@ namespace {
 // the statement's own line goes: SPI's `SQL statement "<sql>"` (its prefix
 // translated, the statement quoted whole, newlines and all) and the cursor
 // position into it. Every other line stays: a user trigger's or function's
-// PL/pgSQL lines raised inside the statement, and the caller's own.
-void forget_statement(PgError& e, const std::string& sql) noexcept
+// PL/pgSQL lines raised inside the statement, the call's own line (the
+// function and its step, guard.hpp) and the caller's.
+void forget_statement(ErrorData* data, const std::string& sql)
 {
-    ErrorData* data = e.data();
     data->internalquery = nullptr;
     data->internalpos = 0;
     if (data->context == nullptr)
@@ -241,22 +241,61 @@ void forget_statement(PgError& e, const std::string& sql) noexcept
     if (context[0] == '\0')
         data->context = nullptr;
 }
+
+// The extension's own statement running now, if its text is to be hidden.
+// A FATAL (pg_terminate_backend, a postmaster shutdown) is reported where it
+// is raised and never reaches a catch, so emit_log_hook drops the line
+// there; an ERROR is caught (execute_checked) and dropped then.
+const std::string* g_hidden_statement = nullptr;
+emit_log_hook_type g_previous_emit_log_hook = nullptr;
+
+void hide_statement_of_report(ErrorData* data)
+{
+    if (g_hidden_statement != nullptr) {
+        try {
+            forget_statement(data, *g_hidden_statement);
+        } catch (...) {  // out of memory: report the statement as it is
+        }
+    }
+    if (g_previous_emit_log_hook != nullptr)
+        g_previous_emit_log_hook(data);
+}
+
+// Runs an SPI call on sql (preparing or executing it) with sql marked as
+// running; with hide, the statement's CONTEXT line goes from an error it
+// raises (a lock wait in parse analysis is cancelled inside SPI_prepare).
+template <typename F>
+auto execute_checked(const std::string& sql, bool hide, F&& call) -> decltype(call())
+{
+    const std::string* const outer = g_hidden_statement;
+    g_hidden_statement = hide ? &sql : nullptr;
+    try {
+        const auto rc = pg_call(std::forward<F>(call));
+        g_hidden_statement = outer;
+        return rc;
+    } catch (PgError& e) {
+        g_hidden_statement = outer;
+        if (hide)
+            forget_statement(e.data(), sql);
+        throw;
+    }
+}
+
 // SPI_execute_with_args of one statement (list); its return code checked.
 void execute_with_args(const std::string& sql, const SpiArgs& args, bool hide_statement)
 {
-    int rc = 0;
-    try {
-        rc = pg_call([&]() noexcept {
-            return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values, args.nulls, false, 0);
-        });
-    } catch (PgError& e) {
-        if (hide_statement)
-            forget_statement(e, sql);
-        throw;
-    }
+    const int rc = execute_checked(sql, hide_statement, [&]() noexcept {
+        return SPI_execute_with_args(sql.c_str(), args.count, args.types, args.values, args.nulls, false, 0);
+    });
     check_spi(rc, "SPI_execute_with_args");
 }
 }  // namespace
+
+void install_statement_hiding()
+{
+    g_previous_emit_log_hook = emit_log_hook;
+    emit_log_hook = hide_statement_of_report;
+}
 
 QueryResult SpiSession::query(const std::string& sql, const Params& params, bool hide_statement)
 {
@@ -304,7 +343,7 @@ QueryResult SpiSession::run_saved(const std::string& sql, const Params& params, 
     if (it != plans.end()) {
         plan = it->second;
     } else {
-        plan = pg_call([&]() noexcept {
+        plan = execute_checked(sql, true, [&]() noexcept {
             SPIPlanPtr p = SPI_prepare(sql.c_str(), args.count, args.types);
             if (p == nullptr)
                 elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -314,7 +353,8 @@ QueryResult SpiSession::run_saved(const std::string& sql, const Params& params, 
         });
         plans.emplace(key, plan);
     }
-    const int rc = pg_call([&]() noexcept {
+    // Saved statements are the extension's own fixed texts: always hidden.
+    const int rc = execute_checked(sql, true, [&]() noexcept {
         if (latest)
             return SPI_execute_snapshot(plan, args.values, args.nulls, GetLatestSnapshot(), InvalidSnapshot, true,
                                         false, 0);

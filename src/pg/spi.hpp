@@ -120,6 +120,11 @@ private:
     bool connected_ = false;
 };
 
+// Makes reports raised while a hidden statement runs (hide_statement, and
+// every saved statement) leave out its `SQL statement "..."` CONTEXT line,
+// a FATAL's too (emit_log_hook, chained). Called once, from _PG_init.
+void install_statement_hiding();
+
 // Returns rows given as text (NULL = nullopt) as the result set of the
 // calling set-returning function; each cell is read by its declared column
 // type's input function (so pass settings-independent text: numbers, OIDs).

@@ -9,6 +9,7 @@
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
+#include "pg/step.hpp"
 #include "pg/unit_lock.hpp"
 #include "snapshot/snapshot_sql.hpp"
 
@@ -344,6 +345,7 @@ std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::Snapshot
                                        const SnapshotOptions& o)
 {
     pg::QueryResult r;
+    const pg::Step step("writing the versions of the history");
     // Without JIT: merge.cpp says why.
     pg::with_settings({{"jit", "off"}}, [&] {
         r = spi.query(
