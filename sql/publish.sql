@@ -94,6 +94,34 @@ SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) + 3 AS revenue, 
 SELECT version, is_current, pinned FROM idem.versions('marts.revenue');
 SELECT idem.pin('marts.revenue', 1, false);
 SELECT show_error($$SELECT idem.pin('marts.revenue', 42)$$);
+-- A cancel or a statement timeout while retention drops an old version ends
+-- the publish (57014) and rolls it back: 0.8.0 kept the version with a
+-- WARNING and went on. The drop runs an event trigger here that cancels
+-- its own backend (the signal is handled at the sleep, every time). psql
+-- shows the error: PL/pgSQL's WHEN OTHERS (show_error) does not catch 57014.
+CREATE FUNCTION cancel_own_drop() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE object_identity LIKE 'marts.revenue__v%') THEN
+    PERFORM pg_cancel_backend(pg_backend_pid());
+    PERFORM pg_sleep(5);
+  END IF;
+END $$;
+CREATE EVENT TRIGGER cancel_own_drop ON sql_drop EXECUTE FUNCTION cancel_own_drop();
+SELECT max(version) AS current_before FROM idem.versions('marts.revenue') WHERE is_current \gset
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) + 4 AS revenue, count(*) AS orders FROM p_orders GROUP BY store', keep => 1);
+SELECT version = :current_before AS still_current, count(*) OVER () AS versions FROM idem.versions('marts.revenue') WHERE is_current;
+SELECT count(*) AS no_new_table FROM pg_class WHERE relname = 'revenue__v' || (:current_before + 1);
+-- The same for a statement timeout raised inside the drop.
+CREATE OR REPLACE FUNCTION cancel_own_drop() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM pg_event_trigger_dropped_objects() WHERE object_identity LIKE 'marts.revenue__v%') THEN
+    RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = 'query_canceled';
+  END IF;
+END $$;
+SELECT idem.publish('marts.revenue', 'SELECT store, sum(amount) + 4 AS revenue, count(*) AS orders FROM p_orders GROUP BY store', keep => 1);
+SELECT version = :current_before AS still_current FROM idem.versions('marts.revenue') WHERE is_current;
+DROP EVENT TRIGGER cancel_own_drop;
+DROP FUNCTION cancel_own_drop();
 
 -- Names: long names near the 63-byte limit, quoting, other schemas.
 CREATE SCHEMA "Data Mart";

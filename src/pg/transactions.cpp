@@ -62,14 +62,6 @@ std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn)
     return std::nullopt;
 }
 
-bool try_in_subtransaction(const std::function<void()>& fn, std::string* error)
-{
-    const std::optional<PgError> failed = try_in_subtransaction(fn);
-    if (failed && error != nullptr)
-        *error = error_message(*failed);
-    return !failed;
-}
-
 std::uint32_t local_transaction_id()
 {
     return MyProc != nullptr ? compat::my_local_transaction_id() : 0;

@@ -19,14 +19,12 @@ namespace pg_idempotent::pg {
 void in_rolled_back_subtransaction(const std::function<void()>& fn);
 
 // Runs fn in an internal subtransaction: released when fn succeeds; rolled
-// back when fn raises a PostgreSQL error, which is then swallowed (house rule
-// 4: only ever inside such a subtransaction) and described in *error.
-// Returns whether fn succeeded. C++ exceptions other than PgError go on.
-bool try_in_subtransaction(const std::function<void()>& fn, std::string* error);
-
-// The same, returning the PostgreSQL error itself (nullopt on success), so the
-// caller can look at its SQLSTATE and either explain it better or rethrow it
-// unchanged (`throw *error`: DETAIL, HINT and CONTEXT intact).
+// back when fn raises a PostgreSQL error, which is returned (nullopt on
+// success; house rule 4: errors are caught only inside such a
+// subtransaction). The caller looks at its SQLSTATE and explains it better
+// or rethrows it unchanged (`throw *error`: DETAIL, HINT and CONTEXT
+// intact); a cancel (57014) and a statement timeout must always be
+// rethrown. C++ exceptions other than PgError go on.
 std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn);
 
 // An id of the current top-level transaction, for per-transaction caches.

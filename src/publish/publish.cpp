@@ -17,6 +17,7 @@
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
+#include "pg/step.hpp"
 #include "pg/transactions.hpp"
 #include "pg_native/statement_digest.hpp"
 
@@ -314,31 +315,56 @@ std::uint32_t registered_owner(pg::SpiSession& spi, const Dataset& d, const Stat
     return owner;
 }
 
+// Whether an old version that could not be dropped is kept (with a
+// WARNING) rather than ending the publish: another object depends on it
+// (2BP01), someone reads it (55P03), or the caller may not drop it (42501).
+// Anything else (a cancel, a statement timeout, a deadlock, out of memory)
+// ends the statement, and the publish rolls back: 0.8.0 kept the version
+// with a WARNING for every error, 57014 included.
+bool keeps_version(const pg::PgError& error)
+{
+    const std::string code = pg::error_sqlstate(error);
+    return code == sqlstate::kDependentObjectsStillExist || code == sqlstate::kLockNotAvailable ||
+           code == sqlstate::kInsufficientPrivilege;
+}
+
+// Drops one old version table, taking its lock NOWAIT: the flip holds the
+// view's lock until the caller's transaction ends, so waiting here for a
+// report that reads the old table directly would keep every reader of the
+// view waiting too. A busy version is kept and dropped by a later publish.
+std::optional<pg::PgError> drop_version_table(pg::SpiSession& spi, std::uint32_t relation)
+{
+    const pg::Relation table = pg::describe_relation(relation, pg::RelationLock::kNone);  // locked below
+    return pg::try_in_subtransaction([&] {
+        spi.execute("LOCK TABLE " + table.qualified + " IN ACCESS EXCLUSIVE MODE NOWAIT");
+        spi.execute("DROP TABLE " + table.qualified);
+    });
+}
+
 // Keeps the newest `keep`, the pinned and the current version; drops the
-// rest. A version another object depends on is kept, with a WARNING.
+// rest (keeps_version says which failures keep one).
 void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
 {
+    const pg::Step step("dropping the versions beyond keep");
     auto all = load_versions(spi, d);
     std::sort(all.begin(), all.end(), [](const Version& a, const Version& b) { return a.number > b.number; });
     for (std::size_t i = 0; i < all.size(); ++i) {
         const Version& v = all[i];
         if (i < static_cast<std::size_t>(keep) || v.pinned || v.number == current)
             continue;
-        std::string error;
         auto exists =
             spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
                       {Param::of_oid(v.relation)});
-        bool dropped = true;
         if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
-            const pg::Relation table = pg::describe_relation(v.relation, pg::RelationLock::kNone);  // DROP locks it
-            dropped = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + table.qualified); }, &error);
+            if (const auto failed = drop_version_table(spi, v.relation)) {
+                if (!keeps_version(*failed))
+                    throw *failed;
+                pg::warning("version " + std::to_string(v.number) + " of dataset \"" + d.display +
+                                "\" is kept: it could not be dropped",
+                            pg::error_message(*failed));
+                continue;
+            }
         }  // else: dropped by hand already; its record goes too
-        if (!dropped) {
-            pg::warning("version " + std::to_string(v.number) + " of dataset \"" + d.display +
-                            "\" is kept: it could not be dropped",
-                        error);
-            continue;
-        }
         pg::as_extension_owner([&] {
             spi.query_saved(
                 "DELETE FROM idem.dataset_versions WHERE schema_name OPERATOR(pg_catalog.=) $1"
