@@ -305,3 +305,66 @@ SELECT * FROM sw_flat ORDER BY id;
 
 DROP OWNED BY sw_owner, sw_reader, sw_stranger;
 DROP ROLE sw_owner, sw_reader, sw_stranger;
+
+-- A swap carries the partition's own indexes and constraints (attached to
+-- no parent index), every index's tablespace, and the columns' statistics
+-- targets and options (issue 43): 0.8.0 dropped the partition's own
+-- indexes silently and built the attached ones in the default tablespace.
+-- (Debian's 15 and 17 keep an attribute version as the reserved option
+-- pg_attver: not shown, it differs per table.)
+SET allow_in_place_tablespaces = on;
+CREATE TABLESPACE sw_space LOCATION '';
+RESET allow_in_place_tablespaces;
+CREATE FUNCTION sw_layout(p regclass) RETURNS TABLE(property text, value text) LANGUAGE sql AS $$
+  SELECT 'index', i.relname || ' ' || regexp_replace(pg_get_indexdef(i.oid), '.* USING ', '')
+         || ' in ' || COALESCE(t.spcname, 'default')
+         || CASE WHEN EXISTS (SELECT FROM pg_inherits h WHERE h.inhrelid = i.oid) THEN ' (attached)' ELSE ' (own)' END
+    FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid LEFT JOIN pg_tablespace t ON t.oid = i.reltablespace
+   WHERE x.indrelid = p
+  UNION ALL SELECT 'constraint', conname || ' ' || pg_get_constraintdef(oid)
+    FROM pg_constraint WHERE conrelid = p AND contype IN ('p', 'u', 'x')
+  UNION ALL SELECT 'column ' || attname, 'statistics '
+         || CASE WHEN attstattarget IS NULL OR attstattarget = -1 THEN 'default' ELSE attstattarget::text END
+         || ', options ' || COALESCE((SELECT string_agg(o, ',') FROM unnest(attoptions) o
+                                      WHERE o NOT LIKE 'pg\_attver=%'), 'none')
+    FROM pg_attribute WHERE attrelid = p AND attnum > 0 AND NOT attisdropped
+  ORDER BY 1, 2
+$$;
+CREATE TABLE sw_lay (day date NOT NULL, store text NOT NULL, amount numeric, PRIMARY KEY (day, store))
+  PARTITION BY RANGE (day);
+CREATE INDEX sw_lay_amount ON sw_lay (amount);
+CREATE TABLE sw_lay_0707 PARTITION OF sw_lay FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+ALTER INDEX sw_lay_0707_amount_idx SET TABLESPACE sw_space;
+ALTER INDEX sw_lay_0707_pkey SET TABLESPACE sw_space;
+CREATE INDEX sw_lay_0707_lower ON sw_lay_0707 (lower(store)) WHERE amount > 0;
+CREATE INDEX sw_lay_0707_spaced ON sw_lay_0707 (store, amount) TABLESPACE sw_space;
+ALTER TABLE sw_lay_0707 ADD CONSTRAINT sw_lay_0707_one_amount UNIQUE (amount) USING INDEX TABLESPACE sw_space;
+ALTER TABLE sw_lay_0707 ALTER COLUMN store SET STATISTICS 500, ALTER COLUMN amount SET (n_distinct = 100);
+INSERT INTO sw_lay VALUES ('2024-07-07', 'a', 1), ('2024-07-07', 'b', 2);
+CREATE TABLE sw_lay_before AS SELECT * FROM sw_layout('sw_lay_0707');
+SELECT * FROM sw_lay_before;
+-- overwrite_partition's swap (its own staging table): nothing differs.
+SELECT action FROM idem.overwrite_partition('sw_lay', '2024-07-07'::date,
+  $$SELECT '2024-07-07'::date AS day, 'c' AS store, 3 AS amount$$, mode => 'swap');
+SELECT coalesce(a.property, b.property) AS property, b.value AS before, a.value AS after
+  FROM sw_layout('sw_lay_0707') a FULL JOIN sw_lay_before b USING (property, value)
+ WHERE a.property IS NULL OR b.property IS NULL ORDER BY 1, 2, 3;
+SELECT count(*) AS layout_kept FROM sw_layout('sw_lay_0707') a JOIN sw_lay_before b USING (property, value);
+-- The partition's own UNIQUE constraint holds on the new partition.
+SELECT show_error($$INSERT INTO sw_lay VALUES ('2024-07-07', 'd', 3)$$);
+-- swap_partition with a staging table built LIKE the parent INCLUDING ALL
+-- (its copies of the parent's indexes in the default tablespace: moved),
+-- and one of the partition's own indexes already built (used as it is),
+-- keeping the old table: its indexes step aside under new names.
+CREATE TABLE sw_lay_stage (LIKE sw_lay INCLUDING ALL);
+CREATE INDEX sw_lay_stage_lower ON sw_lay_stage (lower(store)) WHERE amount > 0;
+INSERT INTO sw_lay_stage VALUES ('2024-07-07', 'e', 5);
+SELECT idem.swap_partition('sw_lay_0707', 'sw_lay_stage', keep_old => true) IS NOT NULL AS swapped;
+SELECT coalesce(a.property, b.property) AS property, b.value AS before, a.value AS after
+  FROM sw_layout('sw_lay_0707') a FULL JOIN sw_lay_before b USING (property, value)
+ WHERE a.property IS NULL OR b.property IS NULL ORDER BY 1, 2, 3;
+SELECT * FROM sw_layout('sw_lay_0707__replaced_1') WHERE property = 'index';
+SELECT * FROM sw_lay ORDER BY store;
+DROP TABLE sw_lay, sw_lay_0707__replaced_1, sw_lay_before;
+DROP FUNCTION sw_layout(regclass);
+DROP TABLESPACE sw_space;

@@ -7,6 +7,7 @@
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "core/sql_text.hpp"
+#include "overwrite/swap_indexes.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/transactions.hpp"
@@ -246,12 +247,15 @@ void add_parent_checks(pg::SpiSession& spi, const Partition& part, const pg::Rel
 }
 
 // name, pg_get_indexdef, and for a PRIMARY KEY / UNIQUE constraint's index
-// its contype and pg_get_constraintdef, of every index on rel.
+// its contype and pg_get_constraintdef, of every index on rel; then its OID
+// and tablespace ("" = default).
 QueryResult index_definitions(pg::SpiSession& spi, std::uint32_t rel)
 {
     return deparse(spi,
                    "SELECT ic.relname::pg_catalog.text, pg_catalog.pg_get_indexdef(i.indexrelid),"
-                   " con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid)"
+                   " con.contype::pg_catalog.text, pg_catalog.pg_get_constraintdef(con.oid),"
+                   " i.indexrelid::pg_catalog.text, COALESCE((SELECT t.spcname::pg_catalog.text"
+                   "  FROM pg_catalog.pg_tablespace t WHERE t.oid OPERATOR(pg_catalog.=) ic.reltablespace), '')"
                    " FROM pg_catalog.pg_index i"
                    " JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid"
                    " LEFT JOIN pg_catalog.pg_constraint con ON con.conindid OPERATOR(pg_catalog.=) i.indexrelid"
@@ -263,19 +267,25 @@ QueryResult index_definitions(pg::SpiSession& spi, std::uint32_t rel)
 // The parent's partitioned indexes, so ATTACH adopts them instead of
 // building under the lock. Constraint indexes (PRIMARY KEY, UNIQUE) must be
 // constraints on the staging table too, or ATTACH builds new ones. An
-// equivalent index the caller already built is used as it is.
+// equivalent index the caller already built is used as it is. Each goes to
+// the tablespace of the old partition's index it replaces (0.8.0 built them
+// all in the default one).
 void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
     const auto parent = index_definitions(spi, part.parent);
     const auto mine = index_definitions(spi, staging.oid);
-    // What the staging table already has, in the form we would create.
+    const auto tablespaces = attached_index_tablespaces(spi, part.rel.oid);
+    // What the staging table already has, in the form we would create, and
+    // where it is.
     std::vector<std::string> existing;
+    std::vector<const pg::Row*> existing_rows;
     for (const auto& row : mine.rows) {
         if (row[2])
             existing.push_back(*row[2] + " " + row[3].value_or(""));
         else
             existing.push_back(core::index_definition_on(row[1].value_or(""), pg::quote_ident(row[0].value_or("")),
                                                          staging.qualified, staging.qualified));
+        existing_rows.push_back(&row);
     }
     const std::string parent_deparsed = "ONLY " + part.parent_qualified;
     for (const auto& row : parent.rows) {
@@ -295,10 +305,19 @@ void add_parent_indexes(pg::SpiSession& spi, const Partition& part, const pg::Re
                     "Its definition is: " + row[1].value_or(""),
                     "Create the staging table with CREATE TABLE ... (LIKE parent INCLUDING ALL), or use overwrite_partition's mode => 'rewrite'.");
         }
-        if (std::find(existing.begin(), existing.end(), same) != existing.end())
+        const auto ts = tablespaces.find(row[4].value_or(""));
+        const std::string tablespace = ts == tablespaces.end() ? std::string() : ts->second;
+        const auto found = std::find(existing.begin(), existing.end(), same);
+        if (found != existing.end()) {
+            const pg::Row* have = existing_rows[static_cast<std::size_t>(found - existing.begin())];
+            if (have != nullptr)
+                move_index_to(spi, pg::quote_ident(staging.schema) + "." + pg::quote_ident(have->at(0).value_or("")),
+                              have->at(5).value_or(""), tablespace);
             continue;
-        spi.execute(sql);
+        }
+        in_tablespace(tablespace, [&] { spi.execute(sql); });
         existing.push_back(same);
+        existing_rows.push_back(nullptr);  // built where it belongs
     }
 }
 
@@ -467,7 +486,7 @@ std::map<std::string, PartitionIndex> indexes_by_parent_index(pg::SpiSession& sp
 }
 
 void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging, bool keep_old,
-                       bool drop_bound_check)
+                       bool drop_bound_check, const std::vector<LocalIndex>& local)
 {
     // The parent alone: DETACH locks the one partition it takes out, and a
     // recursive LOCK TABLE would wait for every partition's users as well.
@@ -479,6 +498,7 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
                         "partition \"" + part.rel.display + "\" changed while the staging table was built", {},
                         "Another transaction detached it or changed its bound; nothing was changed.");
     const auto old_indexes = indexes_by_parent_index(spi, part.rel.oid);
+    const auto old_local = local_index_names(spi, part.rel.oid);  // before DETACH unattaches the others
 
     spi.execute("ALTER TABLE " + part.parent_qualified + " DETACH PARTITION " + part.rel.qualified);
     if (keep_old) {
@@ -486,11 +506,14 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         // new partition can take over every old name.
         const std::string kept = free_replaced_name(spi, part.rel.schema, part.rel.name);
         spi.execute("ALTER TABLE " + part.rel.qualified + " RENAME TO " + pg::quote_ident(kept));
+        std::vector<std::string> names = old_local;
         for (const auto& [parent_index, index] : old_indexes) {
             (void)parent_index;
-            spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(index.name) +
-                        " RENAME TO " + pg::quote_ident(free_replaced_name(spi, part.rel.schema, index.name)));
+            names.push_back(index.name);
         }
+        for (const auto& name : names)
+            spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(name) +
+                        " RENAME TO " + pg::quote_ident(free_replaced_name(spi, part.rel.schema, name)));
     } else {
         auto failed = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + part.rel.qualified); });
         if (failed) {
@@ -532,6 +555,12 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         if (old->second.replica_identity)
             spi.execute("ALTER TABLE " + qualified + " REPLICA IDENTITY USING INDEX " + pg::quote_ident(name));
     }
+    // The partition's own indexes (and constraints: renaming the index
+    // renames its constraint) take their old names too.
+    for (const auto& index : local)
+        if (index.staging_name != index.old_name)
+            spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(index.staging_name) +
+                        " RENAME TO " + pg::quote_ident(index.old_name));
 }
 
 }  // namespace
@@ -571,6 +600,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
                 "Name the staging table differently, or build it in schema \"" + part.rel.schema + "\".");
     }
     bool bound_check = false;
+    std::vector<LocalIndex> local;
     with_lock_budget(spi, lock_timeout,
                      "staging table \"" + staging.display +
                          "\" (or a table its foreign keys reference) is in use by another transaction",
@@ -585,11 +615,13 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
                          carry_triggers(spi, part, staging);
                          carry_row_security(spi, part, staging);
                          carry_properties(spi, part, staging);
+                         local = carry_local_indexes(spi, part, staging);
+                         carry_column_statistics(spi, part, staging);
                          carry_owner_and_grants(spi, part, staging);
                      });
     with_lock_budget(spi, lock_timeout,
                      "partitioned table \"" + part.parent_qualified + "\" is in use by another transaction",
-                     [&] { detach_and_attach(spi, part, staging, keep_old, bound_check); });
+                     [&] { detach_and_attach(spi, part, staging, keep_old, bound_check, local); });
     return staging.oid;
 }
 
