@@ -51,3 +51,42 @@ CREATE OR REPLACE FUNCTION idem._raise(code text, message text, detail text, hin
   RETURNS boolean
   AS 'MODULE_PATHNAME', 'idem__raise'
   LANGUAGE C VOLATILE PARALLEL SAFE;
+
+-- A swap refuses, before any work, what the new table cannot carry from the
+-- old partition (issue 43: extended statistics, security labels, an explicit
+-- publication membership, privileges another role granted), unless the
+-- caller passes accept_losses => true. A new parameter with a default at the
+-- end: every call of 0.8.0 keeps its arguments, and one that would lose
+-- something is now 0A000 instead of a silent loss.
+DROP FUNCTION idem.swap_partition(regclass, regclass, boolean, interval);
+CREATE FUNCTION idem.swap_partition(partition regclass, staging regclass,
+                                    keep_old boolean DEFAULT false,
+                                    lock_timeout interval DEFAULT NULL,
+                                    accept_losses boolean DEFAULT false)
+  RETURNS regclass
+  AS 'MODULE_PATHNAME', 'idem_swap_partition'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.swap_partition(regclass, regclass, boolean, interval, boolean) IS
+  'Replaces a partition by a fully built staging table, atomically, in this transaction; returns the new partition; accept_losses: swap even if the new table cannot carry something of the old partition';
+
+DROP FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval);
+CREATE FUNCTION idem.overwrite_partition(parent regclass, value anyelement, query text,
+                                         mode text DEFAULT 'rewrite', keep_old boolean DEFAULT false,
+                                         lock_timeout interval DEFAULT NULL,
+                                         accept_losses boolean DEFAULT false)
+  RETURNS TABLE(action text, row_count bigint)
+  AS 'MODULE_PATHNAME', 'idem_overwrite_partition'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval, boolean) IS
+  'Overwrites the partition that holds value with the rows of query: rewritten in place (mode rewrite) or swapped (mode swap); skipped when they are the same rows; accept_losses: swap even if the new table cannot carry something of the old partition';
+
+DROP FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval);
+CREATE FUNCTION idem.overwrite_partition(parent regclass, value text, query text,
+                                         mode text DEFAULT 'rewrite', keep_old boolean DEFAULT false,
+                                         lock_timeout interval DEFAULT NULL,
+                                         accept_losses boolean DEFAULT false)
+  RETURNS TABLE(action text, row_count bigint)
+  AS 'MODULE_PATHNAME', 'idem_overwrite_partition_text'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval, boolean) IS
+  'overwrite_partition with the value as text, cast to the partition key''s type';

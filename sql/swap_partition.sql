@@ -368,3 +368,41 @@ SELECT * FROM sw_lay ORDER BY store;
 DROP TABLE sw_lay, sw_lay_0707__replaced_1, sw_lay_before;
 DROP FUNCTION sw_layout(regclass);
 DROP TABLESPACE sw_space;
+
+-- What a swap cannot carry is refused before any work (0A000 naming it),
+-- unless accept_losses => true (issue 43): 0.8.0 lost these silently. An
+-- explicit publication membership, privileges another role granted,
+-- extended statistics.
+CREATE ROLE sw_granter;
+CREATE ROLE sw_grantee;
+CREATE TABLE sw_loss (day date NOT NULL, store text, amount numeric) PARTITION BY RANGE (day);
+CREATE TABLE sw_loss_0707 PARTITION OF sw_loss FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
+INSERT INTO sw_loss VALUES ('2024-07-07', 'a', 1);
+SET client_min_messages = error;  -- CREATE PUBLICATION warns when wal_level is below logical
+CREATE PUBLICATION sw_pub FOR TABLE sw_loss_0707;
+RESET client_min_messages;
+SELECT show_error($$SELECT * FROM idem.overwrite_partition('sw_loss', '2024-07-07'::date,
+  $q$SELECT '2024-07-07'::date AS day, 'b' AS store, 2 AS amount$q$, mode => 'swap')$$);
+GRANT SELECT ON sw_loss_0707 TO sw_granter WITH GRANT OPTION;
+GRANT USAGE ON SCHEMA public TO sw_granter;
+SET ROLE sw_granter;
+GRANT SELECT ON sw_loss_0707 TO sw_grantee;
+RESET ROLE;
+CREATE STATISTICS sw_loss_stats (ndistinct) ON store, amount FROM sw_loss_0707;
+CREATE TABLE sw_loss_stage (LIKE sw_loss);
+INSERT INTO sw_loss_stage VALUES ('2024-07-07', 'c', 3);
+SELECT show_error($$SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_stage')$$);
+-- Nothing was changed, no staging table was left behind.
+SELECT * FROM sw_loss ORDER BY store;
+SELECT count(*) AS no_staging_left FROM pg_class WHERE relname LIKE 'sw_loss_0707__idem_staging%';
+-- Accepted: the swap goes on without them.
+SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_stage', accept_losses => true) IS NOT NULL AS swapped;
+SELECT * FROM sw_loss ORDER BY store;
+SELECT count(*) AS publications, (SELECT count(*) FROM pg_statistic_ext WHERE stxrelid = 'sw_loss_0707'::regclass) AS statistics
+  FROM pg_publication_rel WHERE prrelid = 'sw_loss_0707'::regclass;
+-- A NULL accept_losses is an error that names it.
+SELECT show_error($$SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_0707', accept_losses => NULL)$$);
+DROP PUBLICATION sw_pub;
+DROP TABLE sw_loss;
+REVOKE USAGE ON SCHEMA public FROM sw_granter;
+DROP ROLE sw_granter, sw_grantee;

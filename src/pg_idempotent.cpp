@@ -814,9 +814,12 @@ static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
             value_text = pg::arg_text(fcinfo, 1);
         else
             value = pg::arg_value(fcinfo, 1);
+        // accept_losses: absent (false) until ALTER EXTENSION UPDATE to 0.9.0.
+        if (PG_NARGS() > 6)
+            pg::require_arg(fcinfo, 6, "accept_losses");
         pg_idempotent::overwrite_partition(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), value, value_text,
                                            *pg::arg_text(fcinfo, 2), *pg::arg_text(fcinfo, 3), *pg::arg_bool(fcinfo, 4),
-                                           pg::arg_interval_text(fcinfo, 5));
+                                           pg::arg_interval_text(fcinfo, 5), pg::arg_bool(fcinfo, 6).value_or(false));
         return Datum(0);
     });
 }
@@ -836,9 +839,11 @@ Datum idem_swap_partition(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "partition");
         pg::require_arg(fcinfo, 1, "staging");
         pg::require_arg(fcinfo, 2, "keep_old");
-        return ObjectIdGetDatum(pg_idempotent::swap_partition(*pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1),
-                                                              *pg::arg_bool(fcinfo, 2),
-                                                              pg::arg_interval_text(fcinfo, 3)));
+        if (PG_NARGS() > 4)  // absent (false) until ALTER EXTENSION UPDATE to 0.9.0
+            pg::require_arg(fcinfo, 4, "accept_losses");
+        return ObjectIdGetDatum(
+            pg_idempotent::swap_partition(*pg::arg_oid(fcinfo, 0), *pg::arg_oid(fcinfo, 1), *pg::arg_bool(fcinfo, 2),
+                                          pg::arg_interval_text(fcinfo, 3), pg::arg_bool(fcinfo, 4).value_or(false)));
     });
 }
 

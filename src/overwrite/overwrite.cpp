@@ -11,6 +11,7 @@
 #include "core/sql_text.hpp"
 #include "overwrite/partitions.hpp"
 #include "overwrite/row_sample.hpp"
+#include "overwrite/swap_losses.hpp"
 #include "overwrite/swap_partition.hpp"
 #include "overwrite/written_units.hpp"
 #include "pg/catalog.hpp"
@@ -354,8 +355,9 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
 // loaded with the rows, then swapped in. Indexes are built after the load.
 std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                             const std::string& rows, const IncomingRows& in, bool keep_old,
-                            const std::optional<std::string>& lock_timeout)
+                            const std::optional<std::string>& lock_timeout, bool accept_losses)
 {
+    refuse_swap_losses(spi, part, accept_losses);
     const std::string staging_name = core::identifier_with_suffix(part.rel.name, "__idem_staging");
     const std::string staging = pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging_name);
     auto ts = spi.query(
@@ -609,7 +611,8 @@ void replace_where(const pg::ResultSet& out, std::uint32_t target_oid, const std
 
 void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, const pg::TypedValue& value,
                          const std::optional<std::string>& value_text, const std::string& query,
-                         const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout)
+                         const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout,
+                         bool accept_losses)
 {
     if (mode != "rewrite" && mode != "swap")
         throw UserError(sqlstate::kInvalidParameterValue, "mode must be 'rewrite' or 'swap', not '" + mode + "'", {},
@@ -640,9 +643,9 @@ void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, con
         return;
     }
     const std::string rows = converted.rows();
-    const auto written =
-        static_cast<std::int64_t>(swap ? load_and_swap(spi, parent, part, rows, *incoming, keep_old, lock_timeout)
-                                       : rewrite_in_place(spi, parent, part, rows, *incoming));
+    const auto written = static_cast<std::int64_t>(
+        swap ? load_and_swap(spi, parent, part, rows, *incoming, keep_old, lock_timeout, accept_losses)
+             : rewrite_in_place(spi, parent, part, rows, *incoming));
     // The old rows went with them (deleted in place, or with the old table).
     const auto replaced = static_cast<std::int64_t>(core::digest_text_count(now));
     run.action = swap ? "swapped" : "rewritten";

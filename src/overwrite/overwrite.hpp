@@ -18,6 +18,7 @@ void replace_where(const pg::ResultSet& out, std::uint32_t target, const std::st
 // value: the partition key value (typed), or its text for the text overload.
 void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent, const pg::TypedValue& value,
                          const std::optional<std::string>& value_text, const std::string& query,
-                         const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout);
+                         const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout,
+                         bool accept_losses);
 
 }  // namespace pg_idempotent

@@ -8,6 +8,7 @@
 #include "common/run_history.hpp"
 #include "core/sql_text.hpp"
 #include "overwrite/swap_indexes.hpp"
+#include "overwrite/swap_losses.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/transactions.hpp"
@@ -626,7 +627,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
 }
 
 std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_oid, bool keep_old,
-                             const std::optional<std::string>& lock_timeout)
+                             const std::optional<std::string>& lock_timeout, bool accept_losses)
 {
     require_sql(SqlFeature::kSwapCarryFunctions, "swap_partition");
     const RunClock clock;
@@ -685,6 +686,7 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
                         "It is no longer a partition of \"" + pg::describe_relation(parent).display + "\".",
                         "Nothing was changed.");
     lock_partition_unit(spi, *now, lock_timeout, "partition \"" + now->rel.display + "\"");
+    refuse_swap_losses(spi, *now, accept_losses);
     const std::uint32_t result =
         swap_into(spi, *now, staging_oid, keep_old, lock_timeout,
                   "staging table \"" + pg::describe_relation(staging_oid, pg::RelationLock::kNone).display + "\"");

@@ -18,7 +18,7 @@ void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& rela
 
 // The SQL function: returns the new partition (the staging table's OID).
 std::uint32_t swap_partition(std::uint32_t partition, std::uint32_t staging, bool keep_old,
-                             const std::optional<std::string>& lock_timeout);
+                             const std::optional<std::string>& lock_timeout, bool accept_losses);
 
 // For overwrite_partition's mode 'swap', which has already found the
 // partition, taken its unit lock and loaded the staging table. rows_are:

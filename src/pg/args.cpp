@@ -51,7 +51,7 @@ std::optional<std::int64_t> arg_int8(FunctionCallInfo fcinfo, int n)
 
 std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n)
 {
-    if (PG_ARGISNULL(n))
+    if (n >= PG_NARGS() || PG_ARGISNULL(n))
         return std::nullopt;
     return static_cast<bool>(PG_GETARG_BOOL(n));
 }
