@@ -35,6 +35,14 @@ SELECT idem.once('charge_1', $$INSERT INTO charges (amount) VALUES (9.99) RETURN
 SELECT count(*) AS charged_once FROM charges;
 SELECT idem.once('noop', 'SELECT 1 WHERE false', 'payments') AS empty_array;
 SELECT idem.once('plain', 'UPDATE charges SET amount = amount', 'payments') AS statement_without_rows;
+-- A query whose own WITH writes (0.8.0: "WITH clause containing a
+-- data-modifying statement must be at the top level", found by the fault
+-- suite): run once, its rows stored with their types.
+SELECT idem.once('cte_1', $$WITH c AS (INSERT INTO charges (amount) VALUES (5.00) RETURNING id, amount)
+  SELECT amount, amount > 1 AS large, NULL::text AS note FROM c$$, 'payments') AS cte_result;
+SELECT idem.once('cte_1', $$WITH c AS (INSERT INTO charges (amount) VALUES (5.00) RETURNING id, amount)
+  SELECT amount, amount > 1 AS large, NULL::text AS note FROM c$$, 'payments') AS cte_replayed;
+SELECT count(*) AS one_charge_of_5 FROM charges WHERE amount = 5.00;
 SELECT idem.result('charge_1', 'payments') AS stored_result;
 SELECT idem.result('never', 'payments') IS NULL AS unknown_key_has_no_result;
 -- once with a fingerprint guards the request too.

@@ -8,6 +8,12 @@
 #include "pg/guard.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
+#include "funcapi.h"
+#include "nodes/makefuncs.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
 #include "utils/snapmgr.h"
 }
 
@@ -489,10 +495,36 @@ std::string rows_as_json_array(SpiSession& spi, const std::string& query)
         check_spi(rc, "SPI_execute_plan");
         return "[]";
     }
-    auto r = spi.query("WITH q AS (" + query +
-                       "\n) SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.to_jsonb(q)), '[]'::pg_catalog.jsonb)"
-                       "::pg_catalog.text FROM q");
-    return r.rows.at(0).at(0).value_or("[]");
+    // The rows of the statement itself, each made jsonb by to_jsonb(record)
+    // here: wrapping it as WITH q AS (query) SELECT jsonb_agg(...) failed
+    // for a query whose own WITH holds an INSERT, UPDATE or DELETE ("must
+    // be at the top level"). The text is jsonb_agg's: [row, row].
+    const int rc = pg_call([&]() noexcept { return SPI_execute_plan(plan, nullptr, nullptr, false, 0); });
+    check_spi(rc, "SPI_execute_plan");
+    StringInfoData text;
+    pg_call([&]() noexcept {
+        SPITupleTable* table = SPI_tuptable;
+        TupleDesc desc = BlessTupleDesc(table->tupdesc);
+        FmgrInfo to_jsonb;
+        fmgr_info(F_TO_JSONB, &to_jsonb);
+        // to_jsonb(anyelement) reads its argument's type from the call.
+        fmgr_info_set_expr(reinterpret_cast<Node*>(makeFuncExpr(F_TO_JSONB, JSONBOID,
+                                                                list_make1(makeNullConst(RECORDOID, -1, InvalidOid)),
+                                                                InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL)),
+                           &to_jsonb);
+        initStringInfo(&text);
+        for (uint64 i = 0; i < SPI_processed; ++i) {
+            const Datum row = heap_copy_tuple_as_datum(table->vals[i], desc);
+            Jsonb* json = DatumGetJsonbP(FunctionCall1(&to_jsonb, row));
+            if (i > 0)
+                appendStringInfoString(&text, ", ");
+            JsonbToCString(&text, &json->root, VARSIZE(json));
+        }
+        SPI_freetuptable(table);
+    });
+    // Copied out of PostgreSQL's memory outside pg_call (a C++ allocation
+    // may throw); the buffer goes with the SPI connection.
+    return "[" + std::string(text.data, static_cast<std::size_t>(text.len)) + "]";
 }
 
 }  // namespace pg_idempotent::pg
