@@ -18,7 +18,8 @@
 #      demo suite (test/demo: `make demo`'s script), the pg_regress suite,
 #      the security suite (sql/security_*.sql),
 #      the isolation specs, the stress suite (test/stress: pgbench, its own
-#      cluster), the pgTAP example (examples/pgtap) and the TAP tests; the
+#      cluster), the fault suite (test/faults: cancels, kills, a full disk,
+#      its own cluster), the pgTAP example (examples/pgtap) and the TAP tests; the
 #      citus suite where Citus is installed for that major; then
 #      the package suite: builds, installs and purges the Debian package,
 #      checks the PGXN archive; the bench suite (make bench at a tiny
@@ -33,7 +34,7 @@
 # each major prints its counts, and the run ends with one total,
 # "N passed, N failed[, N skipped]", and a non-zero exit on any failure.
 #
-# SUITES="unit cmake docs demo regress security isolation stress pgtap tap citus package bench sanitize"
+# SUITES="unit cmake docs demo regress security isolation stress faults pgtap tap citus package bench sanitize"
 # limits what runs (all by default); PG_MAJORS="15" or "17 18" the majors.
 set -uo pipefail
 
@@ -50,7 +51,7 @@ source test/lib/private_pg.sh
 source test/lib/citus.sh
 source test/lib/copy_tree.sh
 
-SUITES=${SUITES:-"unit cmake docs demo regress security isolation stress pgtap tap citus package bench sanitize"}
+SUITES=${SUITES:-"unit cmake docs demo regress security isolation stress faults pgtap tap citus package bench sanitize"}
 PG_MAJORS=${PG_MAJORS:-"15 17 18"}
 export SUITES
 # Logs and pg_regress output go to a directory of this run, so two runs on
@@ -375,6 +376,15 @@ run_major() {
     if wants stress; then
         echo "== stress (pgbench: every family, several clients, readers beside writers)"
         run_script_suite stress test/stress/run.sh
+    fi
+
+    # The fault suite (test/faults/run.sh): every family's jobs retried by
+    # several clients while an agent cancels, terminates and kills backends,
+    # kills the postmaster and fills a small tablespace; then each family's
+    # invariant, amcheck, and a self-test. About 30 s.
+    if wants faults; then
+        echo "== faults (cancels, timeouts, kill -9, a full disk; the invariants after)"
+        run_script_suite faults test/faults/run.sh
     fi
 
     if wants tap && ls test/t/*.pl >/dev/null 2>&1; then
