@@ -102,7 +102,8 @@ CREATE TABLE f_events AS
 CREATE TABLE f_accounts AS SELECT g AS id, 0::bigint AS balance FROM generate_series(0, 19) g;
 ALTER TABLE f_accounts ADD PRIMARY KEY (id);
 CREATE TABLE f_applied (event_id int NOT NULL);
--- merge: 60 batches of 10 keys out of 50, batch b at version b.
+-- merge: 60 batches of 10 keys out of 50, batch b at version b; every
+-- odd batch deletes its last 5 keys (tombstones).
 CREATE TABLE f_target (id int PRIMARY KEY, version int NOT NULL, val text NOT NULL);
 -- append: overlapping batches of event ids, no unique index (append dedups).
 CREATE TABLE f_log (event_id int NOT NULL, payload text NOT NULL) TABLESPACE $SMALL_TS;
@@ -114,8 +115,16 @@ CREATE TABLE f_sales_3 PARTITION OF f_sales FOR VALUES FROM ('2024-07-03') TO ('
 CREATE TABLE f_sales_4 PARTITION OF f_sales FOR VALUES FROM ('2024-07-04') TO ('2024-07-05');
 CREATE TABLE f_sales_5 PARTITION OF f_sales FOR VALUES FROM ('2024-07-05') TO ('2024-07-06');
 CREATE INDEX ON f_sales (store);
+INSERT INTO f_sales SELECT '2024-07-01'::date + d, g, -1 FROM generate_series(0, 4) d, generate_series(1, 200) g;
 -- checkpoints: each job loads the events after the watermark, up to its own.
 CREATE TABLE f_loaded (event_id int NOT NULL);
+-- Readers assert what they see: torn raises TORN1, which the suite counts.
+CREATE FUNCTION f_assert(ok boolean, what text) RETURNS boolean LANGUAGE plpgsql AS \$\$
+BEGIN
+  IF ok IS NOT TRUE THEN RAISE EXCEPTION 'torn: %', what USING ERRCODE = 'TORN1'; END IF;
+  RETURN true;
+END \$\$;
+SELECT idem.publish('f_pub', 'SELECT g AS n, -1 AS stamp FROM generate_series(1, 100) g', keep => 2);
 -- snapshot: 30 customers whose name changes with each job's stamp.
 CREATE TABLE f_hist (id int NOT NULL, name text, valid_from timestamptz NOT NULL, valid_to timestamptz);
 SELECT idem.snapshot_prepare('f_hist', '{id}') IS NOT NULL;
@@ -129,7 +138,7 @@ job() {
     keys)
         echo "SELECT idem.once('evt-$i', \$q\$WITH u AS (UPDATE f_accounts a SET balance = balance + e.amount FROM f_events e WHERE e.id = $i AND a.id = e.account RETURNING e.id) INSERT INTO f_applied SELECT id FROM u RETURNING event_id\$q\$, scope => 'faults')" ;;
     merge)
-        echo "SELECT * FROM idem.merge_query('f_target', \$q\$SELECT ($i * 7 + j) % 50 AS id, $i AS version, md5((($i * 7 + j) % 50) || ':' || $i) AS val FROM generate_series(0, 9) j\$q\$, version_column => 'version')" ;;
+        echo "SELECT * FROM idem.merge_query('f_target', \$q\$SELECT ($i * 7 + j) % 50 AS id, $i AS version, md5((($i * 7 + j) % 50) || ':' || $i) AS val, j >= 5 AND $i % 2 = 1 AS deleted FROM generate_series(0, 9) j\$q\$, version_column => 'version', delete_column => 'deleted')" ;;
     append)
         echo "SELECT * FROM idem.append_query('f_log', \$q\$SELECT g AS event_id, repeat(md5(g::text), 20) AS payload FROM generate_series($((i * 5)), $((i * 5 + 9))) g\$q\$, key => '{event_id}')" ;;
     overwrite)
@@ -155,6 +164,7 @@ job() {
 client() {
     local family=$1 from=$2 to=$3 step=$4 i tries sends log=$WORK/client-$1-$2.log
     RANDOM=$(( SEED + from * 31 + ${#family} ))
+    export PGAPPNAME=faults_writer
     for i in $(seq "$from" "$step" "$to"); do
         sends=1
         [ $(( i % 5 )) -eq 0 ] && sends=2
@@ -188,7 +198,7 @@ client() {
 children_of() {  # PID: its child processes, from /proc (no procps needed)
     local stat
     for stat in /proc/[0-9]*/stat; do
-        read -r -a f <"$stat" 2>/dev/null || continue
+        read -r -a f 2>/dev/null <"$stat" || continue
         [ "${f[3]:-}" = "$1" ] && echo "${f[0]}"
     done
 }
@@ -206,7 +216,7 @@ agent() {
         local t a
         read -r t a <<<"$(progress)"
         [ "$done" -eq 1 ] && t=1000 a=1000
-        pids=$("$PSQL" -X -A -t -d postgres -c "SELECT pid FROM pg_stat_activity WHERE datname = '$DB' AND state IS NOT NULL AND state <> 'idle' AND backend_type = 'client backend' AND pid <> pg_backend_pid()" 2>/dev/null)
+        pids=$("$PSQL" -X -A -t -d postgres -c "SELECT pid FROM pg_stat_activity WHERE datname = '$DB' AND state IS NOT NULL AND state <> 'idle' AND application_name = 'faults_writer'" 2>/dev/null)
         if [ -n "$pids" ]; then
             pid=$(echo "$pids" | shuf -n 1 --random-source=<(yes "$RANDOM"))
             if [ "$killed" -eq 0 ] && [ "$t" -ge 40 ] && [ "$filled" -eq 1 ]; then
@@ -268,12 +278,31 @@ agent() {
     done
 }
 
+# reader: reads the overwritten partitions and the published view until
+# $WORK/done, asserting each statement sees whole units: every day one
+# job's 200 rows, the view one version's 100. The agent leaves readers
+# alone (it attacks application_name faults_writer); a reader that loses
+# its connection to the crash starts again.
+reader() {
+    local log=$WORK/reader-$1.log sql
+    sql="SELECT f_assert(count(*) = 5 AND bool_and(n = 200 AND stamps = 1), 'a partition of f_sales half written or missing') FROM (SELECT day, count(*) AS n, count(DISTINCT amount) AS stamps FROM f_sales GROUP BY day) d;
+SELECT f_assert(count(*) = 100 AND count(DISTINCT stamp) = 1, 'f_pub shows a partial or mixed version') FROM f_pub;"
+    while [ ! -e "$WORK/done" ]; do
+        for _ in 1 2 3 4 5; do printf '%s\n' "$sql"; done | "$PSQL" -X -q -A -t -d "$DB" >>"$log" 2>&1
+        sleep 0.05
+    done
+}
+
 # run_clients SPEC...: each SPEC "FAMILY FROM TO STEP" in the background,
 # with the agent beside them; fails unless every client finished its jobs.
 run_clients() {
     rm -f "$WORK/done"
     agent &
     AGENT_PID=$!
+    reader 1 &
+    local readers=($!)
+    reader 2 &
+    readers+=($!)
     local pids=() spec ok=1
     for spec in "$@"; do
         # shellcheck disable=SC2086
@@ -282,6 +311,7 @@ run_clients() {
     done
     for p in "${pids[@]}"; do wait "$p" || ok=0; done
     touch "$WORK/done"
+    wait "${readers[@]}"
     wait "$AGENT_PID"
     AGENT_PID=
     # The server is up (the agent restarted it) and recovered.
@@ -315,9 +345,11 @@ keys_checks() {
     check "keys: every balance is the sum of its events" \
         "SELECT bool_and(a.balance = s.total) FROM f_accounts a JOIN (SELECT account, sum(amount) AS total FROM f_events GROUP BY account) s ON s.account = a.id"
 }
+# want: each key's highest version and whether that row is a delete.
+WANT="SELECT DISTINCT ON (k) k AS id, b AS version, j >= 5 AND b % 2 = 1 AS deleted FROM generate_series(0, 59) b, generate_series(0, 9) j, LATERAL (SELECT (b * 7 + j) % 50 AS k) x ORDER BY k, b DESC"
 merge_checks() {
-    check "merge: the target holds the highest version of every key" \
-        "SELECT count(*) = 0 FROM (SELECT k AS id, max(b) AS version FROM generate_series(0, 59) b, generate_series(0, 9) j, LATERAL (SELECT (b * 7 + j) % 50 AS k) x GROUP BY k) want FULL JOIN f_target t USING (id) WHERE t.version IS DISTINCT FROM want.version OR t.val IS DISTINCT FROM md5(id || ':' || want.version)"
+    check "merge: the target holds the highest version of every key, deleted keys absent" \
+        "SELECT count(*) = 0 FROM (SELECT * FROM ($WANT) w WHERE NOT deleted) want FULL JOIN f_target t USING (id) WHERE t.version IS DISTINCT FROM want.version OR t.val IS DISTINCT FROM md5(id || ':' || want.version)"
 }
 keys_checks
 echo "# keys: $(q -c "SELECT count(*) || ' effects of ' || count(DISTINCT event_id) || ' events' FROM f_applied"), $(q -c "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM idem.keys WHERE scope = 'faults' GROUP BY state) s")"
@@ -325,12 +357,21 @@ q -c "SELECT 'events without an effect: ' || COALESCE(string_agg(e.id::text, ','
 check "keys: no orphan claim (every key of the scope done, one per event)" \
     "SELECT count(*) = 300 AND bool_and(state = 'done') FROM idem.keys WHERE scope = 'faults'"
 merge_checks
+check "merge: a key deleted last has its tombstone at that version" \
+    "SELECT count(*) > 0 AND bool_and(EXISTS (SELECT FROM idem.tombstones t WHERE t.target = 'f_target'::regclass AND t.key_data = jsonb_build_array(w.id) AND t.version = w.version::text)) FROM ($WANT) w WHERE w.deleted"
 check "merge: the run history has a run for every batch" \
     "SELECT count(*) >= 60 FROM idem.run_log WHERE function_name = 'merge_query' AND target = 'public.f_target'"
 check "append: each event id once, its content intact" \
     "SELECT count(*) = 405 AND count(DISTINCT event_id) = 405 AND bool_and(payload = repeat(md5(event_id::text), 20)) AND min(event_id) = 0 AND max(event_id) = 404 FROM f_log"
 check "overwrite: each day holds one job's 200 rows" \
     "SELECT count(*) = 5 AND bool_and(n = 200 AND stamps = 1 AND stamp % 5 = extract(day FROM day)::int - 1) FROM (SELECT day, count(*) AS n, count(DISTINCT amount) AS stamps, min(amount) AS stamp FROM f_sales GROUP BY day) d"
+READS=$(cat "$WORK"/reader-*.log | grep -c '^t$')
+TORN=$(cat "$WORK"/reader-*.log | grep -c 'torn:')
+if [ "$TORN" -eq 0 ] && [ "$READS" -gt 0 ]; then
+    result ok "readers never saw a partial partition or version ($READS reads)"
+else
+    result fail "readers never saw a partial partition or version" "$(grep -h 'torn:' "$WORK"/reader-*.log | sort | uniq -c | head -5)"
+fi
 check "publish: the view shows one whole version" \
     "SELECT count(*) = 100 AND count(DISTINCT stamp) = 1 FROM f_pub"
 check "publish: the bookkeeping matches the tables" \
