@@ -64,6 +64,15 @@ std::string identifier_with_suffix(const std::string& name, const std::string& s
     return base + suffix;
 }
 
+std::string option_list_sql(const std::string& options, const std::string& filter)
+{
+    return "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o, '=', 1))"
+           " OPERATOR(pg_catalog.||) '=' OPERATOR(pg_catalog.||)"
+           " pg_catalog.quote_literal(pg_catalog.substr(o, pg_catalog.strpos(o, '=') OPERATOR(pg_catalog.+) 1)), ', ')"
+           " FROM pg_catalog.unnest(" +
+           options + ") o" + (filter.empty() ? std::string() : " WHERE " + filter) + ")";
+}
+
 std::string retarget_definition(const std::string& definition, const std::string& from, const std::string& to)
 {
     const std::string marker = " ON " + from + " ";

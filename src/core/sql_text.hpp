@@ -15,6 +15,12 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 // rows, which still count.
 std::string select_columns(const std::vector<std::string>& quoted_columns, const std::string& qualified_relation);
 
+// A scalar subquery turning options (a text[] expression of name=value
+// items, as pg_class.reloptions and pg_attribute.attoptions hold them) into
+// the list ALTER ... SET (...) takes, name='value', ... (NULL for none);
+// filter, if given, is a further condition on each item o.
+std::string option_list_sql(const std::string& options, const std::string& filter = "");
+
 // name + suffix within PostgreSQL's 63-byte identifier limit: the name is cut
 // (never inside a UTF-8 character) so that the suffix survives whole.
 std::string identifier_with_suffix(const std::string& name, const std::string& suffix);

@@ -48,22 +48,6 @@ QueryResult own_indexes(pg::SpiSession& spi, std::uint32_t rel)
     return r;
 }
 
-// A name free in schema for an index built on the staging table until it
-// takes the old one's: <name>__swap_<n>.
-std::string free_index_name(pg::SpiSession& spi, const std::string& schema, const std::string& name)
-{
-    for (int n = 1;; ++n) {
-        const std::string candidate = core::identifier_with_suffix(name, "__swap_" + std::to_string(n));
-        auto taken = spi.query(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
-            " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
-            " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
-            {Param::of_text(schema), Param::of_text(candidate)});
-        if (text(taken.rows.at(0), 0) == "false")
-            return candidate;
-    }
-}
-
 // How an index compares: its constraint's definition, or its CREATE INDEX
 // without the name and table.
 std::string index_shape(const pg::Row& row, const std::string& table)
@@ -99,6 +83,21 @@ std::vector<std::string> parent_index_shapes(pg::SpiSession& spi, const Partitio
 }
 
 }  // namespace
+
+std::string free_relation_name(pg::SpiSession& spi, const std::string& schema, const std::string& name,
+                               const std::string& stem)
+{
+    for (int n = 1;; ++n) {
+        const std::string candidate = core::identifier_with_suffix(name, stem + std::to_string(n));
+        auto taken = spi.query(
+            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
+            " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
+            " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
+            {Param::of_text(schema), Param::of_text(candidate)});
+        if (text(taken.rows.at(0), 0) == "false")
+            return candidate;
+    }
+}
 
 void in_tablespace(const std::string& tablespace, const std::function<void()>& fn)
 {
@@ -148,7 +147,7 @@ std::vector<LocalIndex> carry_local_indexes(pg::SpiSession& spi, const Partition
             existing.erase(same);
             continue;
         }
-        const std::string name = free_index_name(spi, staging.schema, old_name);
+        const std::string name = free_relation_name(spi, staging.schema, old_name, "__swap_");
         in_tablespace(tablespace, [&] { spi.execute(build_on_staging(row, part, staging, name)); });
         out.push_back({old_name, name});
     }
@@ -188,16 +187,12 @@ void carry_column_statistics(pg::SpiSession& spi, const Partition& part, const p
     auto r = spi.query(
         "SELECT pg_catalog.quote_ident(a.attname::pg_catalog.text),"
         " CASE WHEN a.attstattarget IS NOT NULL AND a.attstattarget OPERATOR(pg_catalog.<>) -1"
-        "  THEN a.attstattarget::pg_catalog.text END,"
-        " (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o, '=', 1))"
-        "   OPERATOR(pg_catalog.||) '=' OPERATOR(pg_catalog.||)"
-        "   pg_catalog.quote_literal(pg_catalog.substr(o, pg_catalog.strpos(o, '=') OPERATOR(pg_catalog.+) 1)), ', ')"
-        "   FROM pg_catalog.unnest(a.attoptions) o"
-        "   WHERE NOT pg_catalog.starts_with(o, 'pg_attver='))"
-        " FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1"
-        " AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
-        " AND ((a.attstattarget IS NOT NULL AND a.attstattarget OPERATOR(pg_catalog.<>) -1) OR a.attoptions IS NOT NULL)"
-        " ORDER BY a.attnum",
+        "  THEN a.attstattarget::pg_catalog.text END, " +
+            core::option_list_sql("a.attoptions", "NOT pg_catalog.starts_with(o, 'pg_attver=')") +
+            " FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1"
+            " AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped"
+            " AND ((a.attstattarget IS NOT NULL AND a.attstattarget OPERATOR(pg_catalog.<>) -1) OR a.attoptions IS NOT NULL)"
+            " ORDER BY a.attnum",
         {Param::of_oid(part.rel.oid)});
     for (const auto& row : r.rows) {
         const std::string column = "ALTER TABLE " + staging.qualified + " ALTER COLUMN " + text(row, 0);

@@ -410,14 +410,10 @@ void carry_row_security(pg::SpiSession& spi, const Partition& part, const pg::Re
 void carry_properties(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging)
 {
     run_statements(spi, "idem._comment_statements", part, staging, false);
-    auto props = spi.query(
-        "SELECT (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o, '=', 1))"
-        "   OPERATOR(pg_catalog.||) '=' OPERATOR(pg_catalog.||)"
-        "   pg_catalog.quote_literal(pg_catalog.substr(o, pg_catalog.strpos(o, '=') OPERATOR(pg_catalog.+) 1)), ', ')"
-        "   FROM pg_catalog.unnest(c.reloptions) o),"
-        " c.relreplident::pg_catalog.text"
-        " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
-        {Param::of_oid(part.rel.oid)});
+    auto props = spi.query("SELECT " + core::option_list_sql("c.reloptions") +
+                               ", c.relreplident::pg_catalog.text"
+                               " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+                           {Param::of_oid(part.rel.oid)});
     if (!cell(props, 0, 0).empty())
         spi.execute("ALTER TABLE " + staging.qualified + " SET (" + cell(props, 0, 0) + ")");
     if (cell(props, 0, 1) == "f")
@@ -447,21 +443,6 @@ void carry_owner_and_grants(pg::SpiSession& spi, const Partition& part, const pg
 // ---------------------------------------------------------------------------
 // Under the parent lock: catalog work only, so its time does not grow with
 // the partition's size (except ATTACH's scan of a DEFAULT partition).
-
-// <name>__replaced_<n> with the first n not taken in the schema.
-std::string free_replaced_name(pg::SpiSession& spi, const std::string& schema, const std::string& name)
-{
-    for (int n = 1;; ++n) {
-        const std::string candidate = core::identifier_with_suffix(name, "__replaced_" + std::to_string(n));
-        auto taken = spi.query(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
-            " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
-            " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
-            {Param::of_text(schema), Param::of_text(candidate)});
-        if (cell(taken) == "false")
-            return candidate;
-    }
-}
 
 struct PartitionIndex {
     std::string name;
@@ -505,7 +486,7 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
     if (keep_old) {
         // The kept table and its indexes step aside under new names, so the
         // new partition can take over every old name.
-        const std::string kept = free_replaced_name(spi, part.rel.schema, part.rel.name);
+        const std::string kept = free_relation_name(spi, part.rel.schema, part.rel.name, "__replaced_");
         spi.execute("ALTER TABLE " + part.rel.qualified + " RENAME TO " + pg::quote_ident(kept));
         std::vector<std::string> names = old_local;
         for (const auto& [parent_index, index] : old_indexes) {
@@ -514,7 +495,7 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         }
         for (const auto& name : names)
             spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(name) +
-                        " RENAME TO " + pg::quote_ident(free_replaced_name(spi, part.rel.schema, name)));
+                        " RENAME TO " + pg::quote_ident(free_relation_name(spi, part.rel.schema, name, "__replaced_")));
     } else {
         auto failed = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + part.rel.qualified); });
         if (failed) {
