@@ -381,7 +381,7 @@ run_major() {
     # The fault suite (test/faults/run.sh): every family's jobs retried by
     # several clients while an agent cancels, terminates and kills backends,
     # kills the postmaster and fills a small tablespace; then each family's
-    # invariant, amcheck, and a self-test. About 30 s.
+    # invariant, amcheck, and three self-tests (one a mutated build). About a minute.
     if wants faults; then
         echo "== faults (cancels, timeouts, kill -9, a full disk; the invariants after)"
         run_script_suite faults test/faults/run.sh
