@@ -328,6 +328,16 @@ CREATE FUNCTION sw_layout(p regclass) RETURNS TABLE(property text, value text) L
          || ', options ' || COALESCE((SELECT string_agg(o, ',') FROM unnest(attoptions) o
                                       WHERE o NOT LIKE 'pg\_attver=%'), 'none')
     FROM pg_attribute WHERE attrelid = p AND attnum > 0 AND NOT attisdropped
+  UNION ALL SELECT 'statistics', stxnamespace::regnamespace || '.' || stxname || ' ' || stxkind::text || ' on '
+         || pg_get_statisticsobjdef_columns(oid) || ', target '
+         || CASE WHEN stxstattarget IS NULL OR stxstattarget = -1 THEN 'default' ELSE stxstattarget::text END
+         || ', owner ' || CASE WHEN stxowner = (SELECT relowner FROM pg_class WHERE oid = p) THEN 'the table''s'
+                               ELSE stxowner::regrole::text END || ', comment ' || COALESCE(obj_description(oid, 'pg_statistic_ext'), 'none')
+    FROM pg_statistic_ext WHERE stxrelid = p
+  UNION ALL SELECT 'publication', pb.pubname || COALESCE(' (' || (SELECT string_agg(attname, ', ' ORDER BY attnum)
+         FROM pg_attribute WHERE attrelid = pr.prrelid AND attnum = ANY (pr.prattrs::int2[])) || ')', '')
+         || COALESCE(' WHERE ' || pg_get_expr(pr.prqual, pr.prrelid), '')
+    FROM pg_publication_rel pr JOIN pg_publication pb ON pb.oid = pr.prpubid WHERE pr.prrelid = p
   ORDER BY 1, 2
 $$;
 CREATE TABLE sw_lay (day date NOT NULL, store text NOT NULL, amount numeric, PRIMARY KEY (day, store))
@@ -340,6 +350,19 @@ CREATE INDEX sw_lay_0707_lower ON sw_lay_0707 (lower(store)) WHERE amount > 0;
 CREATE INDEX sw_lay_0707_spaced ON sw_lay_0707 (store, amount) TABLESPACE sw_space;
 ALTER TABLE sw_lay_0707 ADD CONSTRAINT sw_lay_0707_one_amount UNIQUE (amount) USING INDEX TABLESPACE sw_space;
 ALTER TABLE sw_lay_0707 ALTER COLUMN store SET STATISTICS 500, ALTER COLUMN amount SET (n_distinct = 100);
+-- Extended statistics objects (one in another schema, one on an
+-- expression) and an explicit publication membership with a column list
+-- and a row filter: carried too.
+CREATE SCHEMA sw_stats;
+CREATE ROLE sw_stats_owner;
+CREATE STATISTICS sw_lay_0707_stats (ndistinct, dependencies) ON store, amount FROM sw_lay_0707;
+ALTER STATISTICS sw_lay_0707_stats SET STATISTICS 300;
+COMMENT ON STATISTICS sw_lay_0707_stats IS 'store and amount move together';
+CREATE STATISTICS sw_stats.sw_lay_0707_lower ON (lower(store)) FROM sw_lay_0707;
+ALTER STATISTICS sw_stats.sw_lay_0707_lower OWNER TO sw_stats_owner;
+SET client_min_messages = error;  -- CREATE PUBLICATION warns when wal_level is below logical
+CREATE PUBLICATION sw_lay_pub FOR TABLE sw_lay_0707 (day, store) WHERE (amount > 0) WITH (publish = 'insert');
+RESET client_min_messages;
 INSERT INTO sw_lay VALUES ('2024-07-07', 'a', 1), ('2024-07-07', 'b', 2);
 CREATE TABLE sw_lay_before AS SELECT * FROM sw_layout('sw_lay_0707');
 SELECT * FROM sw_lay_before;
@@ -363,31 +386,45 @@ SELECT idem.swap_partition('sw_lay_0707', 'sw_lay_stage', keep_old => true) IS N
 SELECT coalesce(a.property, b.property) AS property, b.value AS before, a.value AS after
   FROM sw_layout('sw_lay_0707') a FULL JOIN sw_lay_before b USING (property, value)
  WHERE a.property IS NULL OR b.property IS NULL ORDER BY 1, 2, 3;
-SELECT * FROM sw_layout('sw_lay_0707__replaced_1') WHERE property = 'index';
+SELECT * FROM sw_layout('sw_lay_0707__replaced_1') WHERE property IN ('index', 'statistics');
 SELECT * FROM sw_lay ORDER BY store;
+DROP PUBLICATION sw_lay_pub;
 DROP TABLE sw_lay, sw_lay_0707__replaced_1, sw_lay_before;
+DROP SCHEMA sw_stats;
+DROP ROLE sw_stats_owner;
 DROP FUNCTION sw_layout(regclass);
 DROP TABLESPACE sw_space;
 
 -- What a swap cannot carry is refused before any work (0A000 naming it),
--- unless accept_losses => true (issue 43): 0.8.0 lost these silently. An
--- explicit publication membership, privileges another role granted,
--- extended statistics.
+-- unless accept_losses => true (issue 43): 0.8.0 lost these silently.
+-- Privileges another role granted, and an explicit membership in a
+-- publication whose owner's privileges the caller (the tables' owner, not a
+-- superuser) does not have; once it has them, the membership is carried,
+-- as the extended statistics object is.
+CREATE ROLE sw_owner;
+CREATE ROLE sw_publisher;
 CREATE ROLE sw_granter;
 CREATE ROLE sw_grantee;
+GRANT CREATE, USAGE ON SCHEMA public TO sw_owner;
+DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO sw_publisher', current_database()); END $$;
 CREATE TABLE sw_loss (day date NOT NULL, store text, amount numeric) PARTITION BY RANGE (day);
 CREATE TABLE sw_loss_0707 PARTITION OF sw_loss FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
 INSERT INTO sw_loss VALUES ('2024-07-07', 'a', 1);
+ALTER TABLE sw_loss OWNER TO sw_owner;
+ALTER TABLE sw_loss_0707 OWNER TO sw_owner;
 SET client_min_messages = error;  -- CREATE PUBLICATION warns when wal_level is below logical
 CREATE PUBLICATION sw_pub FOR TABLE sw_loss_0707;
 RESET client_min_messages;
+ALTER PUBLICATION sw_pub OWNER TO sw_publisher;
+SET ROLE sw_owner;
 SELECT show_error($$SELECT * FROM idem.overwrite_partition('sw_loss', '2024-07-07'::date,
   $q$SELECT '2024-07-07'::date AS day, 'b' AS store, 2 AS amount$q$, mode => 'swap')$$);
 GRANT SELECT ON sw_loss_0707 TO sw_granter WITH GRANT OPTION;
+RESET ROLE;
 GRANT USAGE ON SCHEMA public TO sw_granter;
 SET ROLE sw_granter;
 GRANT SELECT ON sw_loss_0707 TO sw_grantee;
-RESET ROLE;
+SET ROLE sw_owner;
 CREATE STATISTICS sw_loss_stats (ndistinct) ON store, amount FROM sw_loss_0707;
 CREATE TABLE sw_loss_stage (LIKE sw_loss);
 INSERT INTO sw_loss_stage VALUES ('2024-07-07', 'c', 3);
@@ -395,14 +432,26 @@ SELECT show_error($$SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_stage')$
 -- Nothing was changed, no staging table was left behind.
 SELECT * FROM sw_loss ORDER BY store;
 SELECT count(*) AS no_staging_left FROM pg_class WHERE relname LIKE 'sw_loss_0707__idem_staging%';
--- Accepted: the swap goes on without them.
+-- With sw_publisher's privileges the membership is carried; the grant by
+-- sw_granter is still a loss.
+RESET ROLE;
+GRANT sw_publisher TO sw_owner;
+SET ROLE sw_owner;
+SELECT show_error($$SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_stage')$$);
+-- Accepted: the swap goes on without it.
 SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_stage', accept_losses => true) IS NOT NULL AS swapped;
 SELECT * FROM sw_loss ORDER BY store;
-SELECT count(*) AS publications, (SELECT count(*) FROM pg_statistic_ext WHERE stxrelid = 'sw_loss_0707'::regclass) AS statistics
-  FROM pg_publication_rel WHERE prrelid = 'sw_loss_0707'::regclass;
+SELECT (SELECT string_agg(p.pubname, ', ') FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+         WHERE r.prrelid = 'sw_loss_0707'::regclass) AS publications,
+       (SELECT string_agg(stxname || ' ' || stxkind::text, ', ') FROM pg_statistic_ext
+         WHERE stxrelid = 'sw_loss_0707'::regclass) AS statistics,
+       (SELECT relacl::text FROM pg_class WHERE oid = 'sw_loss_0707'::regclass) AS privileges;
 -- A NULL accept_losses is an error that names it.
 SELECT show_error($$SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_0707', accept_losses => NULL)$$);
+RESET ROLE;
 DROP PUBLICATION sw_pub;
 DROP TABLE sw_loss;
 REVOKE USAGE ON SCHEMA public FROM sw_granter;
-DROP ROLE sw_granter, sw_grantee;
+REVOKE CREATE, USAGE ON SCHEMA public FROM sw_owner;
+DO $$ BEGIN EXECUTE format('REVOKE CREATE ON DATABASE %I FROM sw_publisher', current_database()); END $$;
+DROP ROLE sw_granter, sw_grantee, sw_owner, sw_publisher;

@@ -84,16 +84,20 @@ std::vector<std::string> parent_index_shapes(pg::SpiSession& spi, const Partitio
 
 }  // namespace
 
-std::string free_relation_name(pg::SpiSession& spi, const std::string& schema, const std::string& name,
-                               const std::string& stem)
+std::string free_name(pg::SpiSession& spi, const std::string& schema, const std::string& name, const std::string& stem,
+                      NameSpace in)
 {
+    const std::string taken_sql =
+        in == NameSpace::kRelations
+            ? "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
+              " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
+              " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text"
+            : "SELECT EXISTS (SELECT FROM pg_catalog.pg_statistic_ext x JOIN pg_catalog.pg_namespace s"
+              " ON s.oid OPERATOR(pg_catalog.=) x.stxnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
+              " AND x.stxname OPERATOR(pg_catalog.=) $2)::pg_catalog.text";
     for (int n = 1;; ++n) {
         const std::string candidate = core::identifier_with_suffix(name, stem + std::to_string(n));
-        auto taken = spi.query(
-            "SELECT EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace s"
-            " ON s.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE s.nspname OPERATOR(pg_catalog.=) $1"
-            " AND c.relname OPERATOR(pg_catalog.=) $2)::pg_catalog.text",
-            {Param::of_text(schema), Param::of_text(candidate)});
+        auto taken = spi.query(taken_sql, {Param::of_text(schema), Param::of_text(candidate)});
         if (text(taken.rows.at(0), 0) == "false")
             return candidate;
     }
@@ -147,7 +151,7 @@ std::vector<LocalIndex> carry_local_indexes(pg::SpiSession& spi, const Partition
             existing.erase(same);
             continue;
         }
-        const std::string name = free_relation_name(spi, staging.schema, old_name, "__swap_");
+        const std::string name = free_name(spi, staging.schema, old_name, "__swap_");
         in_tablespace(tablespace, [&] { spi.execute(build_on_staging(row, part, staging, name)); });
         out.push_back({old_name, name});
     }

@@ -36,10 +36,14 @@ std::vector<std::string> local_index_names(pg::SpiSession& spi, std::uint32_t pa
 // attached to each parent index, by the parent index's OID (as text).
 std::map<std::string, std::string> attached_index_tablespaces(pg::SpiSession& spi, std::uint32_t partition);
 
+// Relations (tables, indexes) and extended statistics objects each have
+// names of their own in a schema.
+enum class NameSpace { kRelations, kStatistics };
+
 // <name><stem><n> (stem "__replaced_", "__swap_") with the first n whose
-// name no relation of schema has.
-std::string free_relation_name(pg::SpiSession& spi, const std::string& schema, const std::string& name,
-                               const std::string& stem);
+// name no object of schema has in that name space.
+std::string free_name(pg::SpiSession& spi, const std::string& schema, const std::string& name, const std::string& stem,
+                      NameSpace in = NameSpace::kRelations);
 
 // Runs fn with default_tablespace set to tablespace, so that the index an
 // ALTER TABLE ... ADD CONSTRAINT or a CREATE INDEX without a TABLESPACE

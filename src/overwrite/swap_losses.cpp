@@ -5,24 +5,28 @@
 
 namespace pg_idempotent {
 
-// Extended statistics objects, security labels (the table's or a column's),
-// an explicit publication membership (one through the parent stays: the
-// new partition inherits it), and privileges another role granted (the
-// new table's are granted by the owner, and GRANTED BY needs the grantor's
-// role). The statistics of ANALYZE are not a loss: ANALYZE remakes them.
+// Security labels (the table's or a column's: a label provider may refuse
+// a label on a new table, and the caller may not be allowed to set one),
+// an explicit membership in a publication the caller may not alter (one it
+// may alter is carried, swap_publications.hpp; one through the parent
+// stays: the new partition inherits it), and privileges another role
+// granted (the new table's are granted by the owner: GRANTED BY names only
+// the current user before PostgreSQL 19). Extended statistics objects are
+// carried (swap_statistics.hpp); the statistics of ANALYZE are not a loss:
+// ANALYZE remakes them.
 std::vector<std::string> swap_losses(pg::SpiSession& spi, const Partition& part)
 {
     const pg::QueryResult r = spi.query(
-        "SELECT 'extended statistics ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(s.stxname::pg_catalog.text)"
-        "  FROM pg_catalog.pg_statistic_ext s WHERE s.stxrelid OPERATOR(pg_catalog.=) $1"
-        " UNION ALL SELECT DISTINCT 'security labels (' OPERATOR(pg_catalog.||) l.provider OPERATOR(pg_catalog.||) ')'"
+        "SELECT DISTINCT 'security labels (' OPERATOR(pg_catalog.||) l.provider OPERATOR(pg_catalog.||) ')'"
         "  FROM pg_catalog.pg_seclabel l WHERE l.objoid OPERATOR(pg_catalog.=) $1"
         "  AND l.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
         " UNION ALL SELECT 'membership in publication ' OPERATOR(pg_catalog.||)"
-        "  pg_catalog.quote_ident(p.pubname::pg_catalog.text)"
+        "  pg_catalog.quote_ident(p.pubname::pg_catalog.text) OPERATOR(pg_catalog.||) ' (owned by '"
+        "  OPERATOR(pg_catalog.||) pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(p.pubowner))"
+        "  OPERATOR(pg_catalog.||) ', whose privileges this role does not have)'"
         "  FROM pg_catalog.pg_publication_rel pr"
         "  JOIN pg_catalog.pg_publication p ON p.oid OPERATOR(pg_catalog.=) pr.prpubid"
-        "  WHERE pr.prrelid OPERATOR(pg_catalog.=) $1"
+        "  WHERE pr.prrelid OPERATOR(pg_catalog.=) $1 AND NOT pg_catalog.pg_has_role(p.pubowner, 'USAGE')"
         " UNION ALL SELECT DISTINCT 'privileges granted by ' OPERATOR(pg_catalog.||)"
         "  pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantor))"
         "  FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a"

@@ -9,6 +9,8 @@
 #include "core/sql_text.hpp"
 #include "overwrite/swap_indexes.hpp"
 #include "overwrite/swap_losses.hpp"
+#include "overwrite/swap_publications.hpp"
+#include "overwrite/swap_statistics.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/transactions.hpp"
@@ -467,8 +469,15 @@ std::map<std::string, PartitionIndex> indexes_by_parent_index(pg::SpiSession& sp
     return out;
 }
 
+// What the staging table took over from the old partition under names of
+// its own, which become the old names once the old partition is gone.
+struct CarriedNames {
+    std::vector<LocalIndex> indexes;
+    std::vector<CarriedStatistics> statistics;
+};
+
 void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Relation& staging, bool keep_old,
-                       bool drop_bound_check, const std::vector<LocalIndex>& local)
+                       bool drop_bound_check, const CarriedNames& carried)
 {
     // The parent alone: DETACH locks the one partition it takes out, and a
     // recursive LOCK TABLE would wait for every partition's users as well.
@@ -486,7 +495,7 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
     if (keep_old) {
         // The kept table and its indexes step aside under new names, so the
         // new partition can take over every old name.
-        const std::string kept = free_relation_name(spi, part.rel.schema, part.rel.name, "__replaced_");
+        const std::string kept = free_name(spi, part.rel.schema, part.rel.name, "__replaced_");
         spi.execute("ALTER TABLE " + part.rel.qualified + " RENAME TO " + pg::quote_ident(kept));
         std::vector<std::string> names = old_local;
         for (const auto& [parent_index, index] : old_indexes) {
@@ -495,7 +504,8 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
         }
         for (const auto& name : names)
             spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(name) +
-                        " RENAME TO " + pg::quote_ident(free_relation_name(spi, part.rel.schema, name, "__replaced_")));
+                        " RENAME TO " + pg::quote_ident(free_name(spi, part.rel.schema, name, "__replaced_")));
+        rename_kept_statistics(spi, part.rel.oid);
     } else {
         auto failed = pg::try_in_subtransaction([&] { spi.execute("DROP TABLE " + part.rel.qualified); });
         if (failed) {
@@ -539,10 +549,11 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
     }
     // The partition's own indexes (and constraints: renaming the index
     // renames its constraint) take their old names too.
-    for (const auto& index : local)
+    for (const auto& index : carried.indexes)
         if (index.staging_name != index.old_name)
             spi.execute("ALTER INDEX " + pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(index.staging_name) +
                         " RENAME TO " + pg::quote_ident(index.old_name));
+    name_carried_statistics(spi, carried.statistics);
 }
 
 }  // namespace
@@ -582,7 +593,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
                 "Name the staging table differently, or build it in schema \"" + part.rel.schema + "\".");
     }
     bool bound_check = false;
-    std::vector<LocalIndex> local;
+    CarriedNames carried;
     with_lock_budget(spi, lock_timeout,
                      "staging table \"" + staging.display +
                          "\" (or a table its foreign keys reference) is in use by another transaction",
@@ -597,13 +608,15 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
                          carry_triggers(spi, part, staging);
                          carry_row_security(spi, part, staging);
                          carry_properties(spi, part, staging);
-                         local = carry_local_indexes(spi, part, staging);
+                         carried.indexes = carry_local_indexes(spi, part, staging);
                          carry_column_statistics(spi, part, staging);
+                         carried.statistics = carry_extended_statistics(spi, part, staging);
+                         carry_publications(spi, part, staging);
                          carry_owner_and_grants(spi, part, staging);
                      });
     with_lock_budget(spi, lock_timeout,
                      "partitioned table \"" + part.parent_qualified + "\" is in use by another transaction",
-                     [&] { detach_and_attach(spi, part, staging, keep_old, bound_check, local); });
+                     [&] { detach_and_attach(spi, part, staging, keep_old, bound_check, carried); });
     return staging.oid;
 }
 
