@@ -53,8 +53,9 @@ merge_checks() {
 merge_history_checks() {
     check "merge: a key deleted last has its tombstone at that version" \
         "SELECT count(*) > 0 AND bool_and(EXISTS (SELECT FROM idem.tombstones t WHERE t.target = 'f_target'::regclass AND t.key_data = jsonb_build_array(w.id) AND t.version = w.version::text)) FROM ($WANT) w WHERE w.deleted"
-    check "merge: the run history has a run for every batch" \
-        "SELECT count(*) >= 60 FROM idem.run_log WHERE function_name = 'merge_query' AND target = 'public.f_target'"
+    check "merge: the run history has a run for every batch, its counts add up to the target's rows" \
+        "SELECT count(*) >= 60 AND sum((counts->>'inserted')::bigint) - sum((counts->>'deleted')::bigint) = (SELECT count(*) FROM f_target)
+           FROM idem.run_log WHERE function_name = 'merge_query' AND target = 'public.f_target'"
 }
 
 publish_bookkeeping_check() {
@@ -86,8 +87,10 @@ reader_checks() {
 }
 
 family_checks() {
-    check "append: each event id once, its content intact" \
-        "SELECT count(*) = 405 AND count(DISTINCT event_id) = 405 AND bool_and(payload = repeat(md5(event_id::text), 20)) AND min(event_id) = 0 AND max(event_id) = 404 FROM f_log"
+    check "append: each event id once, its content intact, the runs' inserted counts equal to the rows" \
+        "SELECT count(*) = 405 AND count(DISTINCT event_id) = 405 AND bool_and(payload = repeat(md5(event_id::text), 20)) AND min(event_id) = 0 AND max(event_id) = 404
+                AND count(*) = (SELECT sum((counts->>'inserted')::bigint) FROM idem.run_log WHERE function_name = 'append_query' AND target = 'public.f_log')
+           FROM f_log"
     check "overwrite: each day holds one job's 200 rows, and no staging or kept table is left" \
         "SELECT (SELECT count(*) = 5 AND bool_and(n = 200 AND stamps = 1 AND stamp % 5 = extract(day FROM day)::int - 1) FROM (SELECT day, count(*) AS n, count(DISTINCT amount) AS stamps, min(amount) AS stamp FROM f_sales GROUP BY day) d)
             AND (SELECT count(*) = 6 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relname LIKE 'f\\_sales%' AND c.relkind IN ('r', 'p'))"
