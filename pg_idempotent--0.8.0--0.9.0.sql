@@ -90,3 +90,115 @@ CREATE FUNCTION idem.overwrite_partition(parent regclass, value text, query text
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 COMMENT ON FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval, boolean) IS
   'overwrite_partition with the value as text, cast to the partition key''s type';
+
+-- ---------------------------------------------------------------------------
+-- Staging tables and schema drift (issue 44): exclude_columns may name a
+-- column of either side (a staging column the target lacks is left out of
+-- the batch), and on_schema_change (dbt's names: 'fail', the default,
+-- 'ignore', 'append_new_columns') says what becomes of any other source
+-- column the target lacks. New parameters with defaults at the end: every
+-- call of 0.8.0 keeps its meaning. A parameter cannot be added in place, so
+-- each function is re-created with its comment.
+DROP FUNCTION idem.merge(regclass, regclass, text[], text, text, boolean, text, text[], boolean, boolean, text[]);
+CREATE FUNCTION idem.merge(target regclass, source regclass,
+                           key text[] DEFAULT NULL,
+                           version_column text DEFAULT NULL,
+                           delete_column text DEFAULT NULL,
+                           delete_missing boolean DEFAULT false,
+                           delete_scope text DEFAULT NULL,
+                           columns text[] DEFAULT NULL,
+                           allow_empty boolean DEFAULT false,
+                           dry_run boolean DEFAULT false,
+                           exclude_columns text[] DEFAULT NULL,
+                           on_schema_change text DEFAULT 'fail')
+  RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_merge'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.merge(regclass, regclass, text[], text, text, boolean, text, text[], boolean, boolean, text[], text) IS
+  'Merges a source table or view into target on the business key: inserts new keys, updates changed rows, never touches unchanged ones; versions, deletes and tombstones; exclude_columns and on_schema_change for staging columns and schema drift';
+
+DROP FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean, text[]);
+CREATE FUNCTION idem.merge_query(target regclass, query text,
+                                 key text[] DEFAULT NULL,
+                                 version_column text DEFAULT NULL,
+                                 delete_column text DEFAULT NULL,
+                                 delete_missing boolean DEFAULT false,
+                                 delete_scope text DEFAULT NULL,
+                                 columns text[] DEFAULT NULL,
+                                 allow_empty boolean DEFAULT false,
+                                 dry_run boolean DEFAULT false,
+                                 exclude_columns text[] DEFAULT NULL,
+                                 on_schema_change text DEFAULT 'fail')
+  RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_merge_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean, text[], text) IS
+  'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';
+
+DROP FUNCTION idem.append(regclass, regclass, text[], text[], text, interval);
+CREATE FUNCTION idem.append(target regclass, source regclass,
+                            key text[] DEFAULT NULL,
+                            exclude_columns text[] DEFAULT NULL,
+                            on_conflict text DEFAULT 'error',
+                            within interval DEFAULT NULL,
+                            on_schema_change text DEFAULT 'fail')
+  RETURNS TABLE(inserted bigint, duplicate bigint, conflicting bigint)
+  AS 'MODULE_PATHNAME', 'idem_append'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.append(regclass, regclass, text[], text[], text, interval, text) IS
+  'Appends the events of a source table or view to target once each, keyed by the event id: an event already there with the same content is a duplicate (counted, not written), with other content an error (ID005) or, with on_conflict => ''keep_first'', counted and left';
+
+DROP FUNCTION idem.append_query(regclass, text, text[], text[], text, interval);
+CREATE FUNCTION idem.append_query(target regclass, query text,
+                                  key text[] DEFAULT NULL,
+                                  exclude_columns text[] DEFAULT NULL,
+                                  on_conflict text DEFAULT 'error',
+                                  within interval DEFAULT NULL,
+                                  on_schema_change text DEFAULT 'fail')
+  RETURNS TABLE(inserted bigint, duplicate bigint, conflicting bigint)
+  AS 'MODULE_PATHNAME', 'idem_append_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.append_query(regclass, text, text[], text[], text, interval, text) IS
+  'idem.append with the events given as a query (run once, as the caller, under the caller''s search_path)';
+
+DROP FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text);
+CREATE FUNCTION idem.snapshot(target regclass, source regclass,
+                              key text[],
+                              strategy text DEFAULT 'check',
+                              updated_at text DEFAULT NULL,
+                              columns text[] DEFAULT NULL,
+                              exclude_columns text[] DEFAULT NULL,
+                              hard_deletes text DEFAULT 'ignore',
+                              valid_from text DEFAULT 'valid_from',
+                              valid_to text DEFAULT 'valid_to',
+                              as_of timestamptz DEFAULT NULL,
+                              allow_empty boolean DEFAULT false,
+                              deleted_column text DEFAULT 'is_deleted',
+                              valid_to_current text DEFAULT NULL,
+                              on_schema_change text DEFAULT 'fail')
+  RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_snapshot'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text, text) IS
+  'Keeps target as the history (SCD type 2) of a source table or view on key: opens a version for every new or changed key, closes the version a change (or, with hard_deletes => ''invalidate'' or ''new_record'', a deletion) ends; a rerun writes nothing';
+
+DROP FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text);
+CREATE FUNCTION idem.snapshot_query(target regclass, query text,
+                              key text[],
+                              strategy text DEFAULT 'check',
+                              updated_at text DEFAULT NULL,
+                              columns text[] DEFAULT NULL,
+                              exclude_columns text[] DEFAULT NULL,
+                              hard_deletes text DEFAULT 'ignore',
+                              valid_from text DEFAULT 'valid_from',
+                              valid_to text DEFAULT 'valid_to',
+                              as_of timestamptz DEFAULT NULL,
+                              allow_empty boolean DEFAULT false,
+                              deleted_column text DEFAULT 'is_deleted',
+                              valid_to_current text DEFAULT NULL,
+                              on_schema_change text DEFAULT 'fail')
+  RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
+  AS 'MODULE_PATHNAME', 'idem_snapshot_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text, text) IS
+  'idem.snapshot with the source given as a query (run once, as the caller, under the caller''s search_path)';

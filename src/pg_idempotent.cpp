@@ -242,6 +242,14 @@ Datum idem__boundary_probe(PG_FUNCTION_ARGS)
     });
 }
 
+// on_schema_change (merge, append, snapshot): 'fail', 'ignore' or
+// 'append_new_columns'.
+static pg_idempotent::OnSchemaChange schema_change_arg(FunctionCallInfo fcinfo, int n)
+{
+    pg::require_arg(fcinfo, n, "on_schema_change");
+    return pg_idempotent::on_schema_change_of(*pg::arg_text(fcinfo, n));
+}
+
 // merge and merge_query share everything after their second argument.
 static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
 {
@@ -261,6 +269,9 @@ static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
     // calls with ten arguments.
     if (PG_NARGS() > 10)
         o.exclude_columns = pg::arg_text_array(fcinfo, 10, "exclude_columns");
+    // on_schema_change came in 0.9.0.
+    if (PG_NARGS() > 11)
+        o.on_schema_change = schema_change_arg(fcinfo, 11);
     return o;
 }
 
@@ -299,7 +310,8 @@ Datum idem_merge_query(PG_FUNCTION_ARGS)
     });
 }
 
-// append(target, source | query, key, exclude_columns, on_conflict, within)
+// append(target, source | query, key, exclude_columns, on_conflict, within,
+// on_schema_change)
 static pg_idempotent::AppendOptions append_options(FunctionCallInfo fcinfo)
 {
     pg_idempotent::AppendOptions o;
@@ -308,6 +320,9 @@ static pg_idempotent::AppendOptions append_options(FunctionCallInfo fcinfo)
     pg::require_arg(fcinfo, 4, "on_conflict");
     o.on_conflict = *pg::arg_text(fcinfo, 4);
     o.within = pg::arg_interval_text(fcinfo, 5);
+    // on_schema_change came in 0.9.0.
+    if (PG_NARGS() > 6)
+        o.on_schema_change = schema_change_arg(fcinfo, 6);
     return o;
 }
 
@@ -331,7 +346,7 @@ Datum idem_append_query(PG_FUNCTION_ARGS)
 
 // snapshot(target, source | query, key, strategy, updated_at, columns,
 // exclude_columns, hard_deletes, valid_from, valid_to, as_of, allow_empty,
-// deleted_column, valid_to_current)
+// deleted_column, valid_to_current, on_schema_change)
 static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
 {
     pg_idempotent::SnapshotOptions o;
@@ -354,6 +369,9 @@ static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
     pg::require_arg(fcinfo, 12, "deleted_column");
     o.deleted_column = *pg::arg_text(fcinfo, 12);
     o.valid_to_current = pg::arg_text(fcinfo, 13);
+    // on_schema_change came in 0.9.0.
+    if (PG_NARGS() > 14)
+        o.on_schema_change = schema_change_arg(fcinfo, 14);
     return o;
 }
 

@@ -42,15 +42,15 @@ bool keep_first(const AppendOptions& options)
 }
 
 // exclude_columns: target columns that are not part of "the same event"
-// (a received_at). Returned quoted, as AssignmentTarget names are.
-std::set<std::string> excluded_columns(const pg::Relation& target, const AppendOptions& options,
-                                       const std::vector<std::string>& key)
+// (a received_at), and staging columns the target lacks (left out of the
+// batch: schema_drift.hpp, which refuses a name neither side has).
+// Returned quoted, as AssignmentTarget names are.
+std::set<std::string> excluded_columns(const AppendOptions& options, const std::vector<std::string>& key)
 {
     std::set<std::string> quoted;
     if (!options.exclude_columns)
         return quoted;
     for (const auto& c : *options.exclude_columns) {
-        require_target_column(target, c, "exclude_columns");
         if (std::find(key.begin(), key.end(), c) != key.end())
             throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in exclude_columns",
                             "The key is what makes two events the same one.",
@@ -95,11 +95,12 @@ core::AppendSpec plan_append(pg::SpiSession& spi, const pg::Relation& target, co
     spec.target_literal = pg::quote_literal(target.display);
     spec.source_sql = src.sql;
     spec.keep_first = keep_first(options);
-    const std::set<std::string> excluded = excluded_columns(target, options, key);
+    const std::set<std::string> excluded = excluded_columns(options, key);
     InsertColumnRules rules;
     rules.function = "idem.append";
-    rules.extra_detail = "Every source column is written; a column the target lacks is schema drift.";
-    rules.extra_hint = "Add the column to the target or drop it from the source.";
+    // Drifted columns were settled before (schema_drift.hpp).
+    rules.extra_detail = "Every source column is written.";
+    rules.extra_hint = "Pass exclude_columns or on_schema_change.";
     rules.identity_hint = "Leave the column out of the source.";
     spec.insert_columns = insert_columns(src, target, rules);
     for (const auto& k : key) {
@@ -271,8 +272,8 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     const RunClock clock;
     pg::SpiSession spi;
     require_sql(SqlFeature::kConflictTally, "idem.append");
-    const pg::Relation target = describe_target(target_oid);
-    const SourceShape src = describe_source(source, "idem.append");
+    pg::Relation target = describe_target(target_oid);
+    SourceShape src = describe_source(source, "idem.append");
     const auto indexes = pg::unique_indexes(target_oid);
     const std::vector<std::string> key = resolve_key(target, options.key, indexes, "idem.append",
                                                      "Pass key => ARRAY['event_id'] naming the event's own id.");
@@ -283,12 +284,22 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
                 "Select every key column in the source, or name in key the columns that identify an event.");
     const CitusTable citus = citus_table(spi, target_oid);
     check_citus_write(spi, citus, target.display, key, "idem.append", false);
-    core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);
-    spec.citus = citus.kind != CitusKind::kNone;
+    (void)excluded_columns(options, key);  // its errors before any other work
     // On Citus the INSERT has no ON CONFLICT: a snapshot older than the
     // lock would meet a waited-for append's events as 23505, so READ
     // COMMITTED only, as without a unique index.
-    lock_target(spi, target, spec.arbiter && !spec.citus);
+    const bool arbiter = has_unique_index_on(key, indexes) && citus.kind == CitusKind::kNone;
+    const std::vector<pg::Column> added = settle_source_columns(
+        src, target, options.exclude_columns, options.on_schema_change, {"idem.append", "Every source column is written", std::nullopt});
+    if (!added.empty()) {  // after the append's lock, as every append of the target waits for it
+        lock_target(spi, target, arbiter);
+        add_target_columns(spi, target, added, "idem.append");
+        target = describe_target(target_oid);
+    }
+    core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);
+    spec.citus = citus.kind != CitusKind::kNone;
+    if (added.empty())
+        lock_target(spi, target, arbiter);
     const std::vector<std::int64_t> counts = run_append(spi, spec, target, options.within);
     record_append(spi, clock, target, src, counts);
     pg::return_text_rows(out, {{std::to_string(counts[0]), std::to_string(counts[1]), std::to_string(counts[2])}});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/batch_source.hpp"
+#include "common/schema_drift.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
@@ -20,6 +21,7 @@ struct AppendOptions {
     std::optional<std::vector<std::string>> exclude_columns;  // not part of "the same event"
     std::string on_conflict = "error";                        // or "keep_first"
     std::optional<std::string> within;                        // an interval's text
+    OnSchemaChange on_schema_change = OnSchemaChange::kFail;
 };
 
 // Runs the append and returns its one row of counts (inserted, duplicate,

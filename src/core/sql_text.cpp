@@ -64,6 +64,40 @@ std::string identifier_with_suffix(const std::string& name, const std::string& s
     return base + suffix;
 }
 
+namespace {
+
+// Whether array input reads name back as it is when unquoted.
+bool plain_array_element(const std::string& name)
+{
+    if (name.empty())
+        return false;
+    std::string lower;
+    for (char c : name) {
+        if (std::string(" \t\n\r\v\f\"\\,{}").find(c) != std::string::npos)
+            return false;
+        lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    return lower != "null";
+}
+
+}  // namespace
+
+std::string text_array_literal(const std::vector<std::string>& names)
+{
+    std::vector<std::string> elements;
+    for (const auto& name : names) {
+        if (plain_array_element(name)) {
+            elements.push_back(name);
+            continue;
+        }
+        std::string quoted = "\"";
+        for (char c : name)
+            quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+        elements.push_back(quoted + "\"");
+    }
+    return "{" + join(elements, ",") + "}";
+}
+
 std::string option_list_sql(const std::string& options, const std::string& filter)
 {
     return "(SELECT pg_catalog.string_agg(pg_catalog.quote_ident(pg_catalog.split_part(o, '=', 1))"

@@ -11,6 +11,12 @@ namespace pg_idempotent::core {
 // "a, b, c" (or "" for none).
 std::string join(const std::vector<std::string>& parts, const std::string& separator = ", ");
 
+// The text of a text[] literal of names, as a caller writes it in a hint
+// ('{a,b}' is {a,b}): an element that array input would read otherwise
+// (empty, NULL, white space, quotes, commas, braces, backslashes) is
+// double-quoted, with quotes and backslashes escaped.
+std::string text_array_literal(const std::vector<std::string>& names);
+
 // "SELECT <columns> FROM <relation>"; an empty column list selects zero-column
 // rows, which still count.
 std::string select_columns(const std::vector<std::string>& quoted_columns, const std::string& qualified_relation);

@@ -9,6 +9,7 @@
 #include "common/conflict_tally.hpp"
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
+#include "common/schema_drift.hpp"
 #include "core/sql_text.hpp"
 #include "merge/merge_sql.hpp"
 #include "pg/catalog.hpp"
@@ -113,9 +114,9 @@ void plan_insert_columns(core::MergeSpec& spec, const SourceShape& src, const pg
     rules.function = "idem.merge";
     rules.skip = options.delete_column;
     rules.ignore_extra = options.columns.has_value();  // with columns given, extra source columns are ignored
-    rules.extra_detail =
-        "Every source column is written unless columns is given; a column the target lacks is schema drift.";
-    rules.extra_hint = "Add the column to the target, drop it from the source, or pass columns => ARRAY[...].";
+    // Drifted columns were settled before (schema_drift.hpp).
+    rules.extra_detail = "Every source column is written unless columns is given.";
+    rules.extra_hint = "Pass exclude_columns or on_schema_change.";
     rules.override_identity = spec.override_identity;
     rules.identity_hint =
         "Leave the column out of the source, or SET idem.override_identity = on to write it (OVERRIDING SYSTEM VALUE).";
@@ -164,10 +165,10 @@ void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, co
 }
 
 // exclude_columns (dbt's merge_exclude_columns): target columns an update
-// leaves alone. Checked before anything is planned; returns them quoted, as
-// MergeColumn names are.
-std::set<std::string> check_exclude_columns(const pg::Relation& target, const MergeOptions& options,
-                                            const std::vector<std::string>& key)
+// leaves alone, and staging columns the target lacks (left out of the batch:
+// schema_drift.hpp, which refuses a name neither side has). Checked before
+// anything is planned; returns them quoted, as MergeColumn names are.
+std::set<std::string> check_exclude_columns(const MergeOptions& options, const std::vector<std::string>& key)
 {
     std::set<std::string> quoted;
     if (!options.exclude_columns)
@@ -176,10 +177,8 @@ std::set<std::string> check_exclude_columns(const pg::Relation& target, const Me
         throw UserError(sqlstate::kInvalidParameterValue, "columns and exclude_columns cannot both be given",
                         "columns names what an update writes; exclude_columns names what it leaves alone.",
                         "Pass one of them.");
-    // Named and checked as idem.checksum's exclude_columns are: a name the
-    // target lacks is a typo and fails, a name given twice is harmless.
+    // A name given twice is harmless.
     for (const auto& c : *options.exclude_columns) {
-        require_target_column(target, c, "exclude_columns");
         if (std::find(key.begin(), key.end(), c) != key.end())
             throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be in exclude_columns",
                             "An insert writes every key column and an update never writes one, so a key cannot "
@@ -189,6 +188,10 @@ std::set<std::string> check_exclude_columns(const pg::Relation& target, const Me
             throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be in exclude_columns",
                             "An update always writes the version column: it decides which row is newer.",
                             "Leave the version column out of exclude_columns.");
+        if (options.delete_column == c)
+            throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be in exclude_columns",
+                            "It says which source rows are deletes.",
+                            "Leave the delete column out of exclude_columns.");
         quoted.insert(pg::quote_ident(c));
     }
     return quoted;
@@ -223,9 +226,9 @@ void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::
 
 // The whole statement's plan, from the checked target, source and key.
 core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, const MergeOptions& options,
-                           const std::vector<std::string>& key, const CitusTable& citus)
+                           const std::vector<std::string>& key, const CitusTable& citus,
+                           const std::set<std::string>& excluded)
 {
-    const std::set<std::string> excluded = check_exclude_columns(target, options, key);
     core::MergeSpec spec;
     spec.target = target.qualified;
     spec.source_sql = src.sql;
@@ -348,14 +351,37 @@ pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, cons
     return counts;
 }
 
+// The source columns the target lacks (schema_drift.hpp); with columns
+// given, extra source columns are not written and need nothing. A dry run
+// adds no column: it leaves new ones out, as 'ignore' does. Columns added
+// are added after the merge's lock, and target is described again; returns
+// whether the lock was taken.
+bool settle_merge_source(pg::SpiSession& spi, pg::Relation& target, SourceShape& src, const MergeOptions& options)
+{
+    if (options.columns)
+        return false;
+    const OnSchemaChange mode = options.dry_run && options.on_schema_change == OnSchemaChange::kAppendNewColumns
+                                    ? OnSchemaChange::kIgnore
+                                    : options.on_schema_change;
+    const std::vector<pg::Column> added = settle_source_columns(
+        src, target, options.exclude_columns, mode,
+        {"idem.merge", "Every source column is written unless columns is given", options.delete_column});
+    if (added.empty())
+        return false;
+    lock_target(spi, target, options);
+    add_target_columns(spi, target, added, "idem.merge");
+    target = describe_target(target.oid);
+    return true;
+}
+
 }  // namespace
 
 void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource& source, const MergeOptions& options)
 {
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation target = describe_target(target_oid);
-    const SourceShape src = describe_source(source, "idem.merge");
+    pg::Relation target = describe_target(target_oid);
+    SourceShape src = describe_source(source, "idem.merge");
 
     const auto indexes = pg::unique_indexes(target_oid);
     const std::vector<std::string> key =
@@ -372,9 +398,11 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
         check_version_column(*options.version_column, src, target, key);
     if (options.delete_column)
         check_delete_column(*options.delete_column, src, options, key);
+    const std::set<std::string> excluded = check_exclude_columns(options, key);
+    const bool locked = settle_merge_source(spi, target, src, options);
 
-    const core::MergeSpec spec = plan_merge(target, src, options, key, citus);
-    if (!options.dry_run)
+    const core::MergeSpec spec = plan_merge(target, src, options, key, citus, excluded);
+    if (!options.dry_run && !locked)
         lock_target(spi, target, options);
 
     const pg::QueryResult counts = run_merge(spi, spec, target);

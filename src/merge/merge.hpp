@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/batch_source.hpp"
+#include "common/schema_drift.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
@@ -22,6 +23,7 @@ struct MergeOptions {
     std::optional<std::string> delete_scope;
     std::optional<std::vector<std::string>> columns;
     std::optional<std::vector<std::string>> exclude_columns;  // what an update does not write
+    OnSchemaChange on_schema_change = OnSchemaChange::kFail;
     bool allow_empty = false;
     bool dry_run = false;
 };

@@ -177,6 +177,15 @@ std::string validity_type(const pg::Relation& target, const SourceShape& src, co
     return type;
 }
 
+// columns and exclude_columns never name a key column.
+void refuse_key_column(const SnapshotOptions& o, const std::string& c)
+{
+    if (contains(o.key, c))
+        throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be compared",
+                        "A version belongs to its key; the key never changes within it.",
+                        "Leave the key columns out of columns and exclude_columns.");
+}
+
 // The data columns a version is compared on: columns, or all but the key,
 // exclude_columns (and the validity columns, which the source lacks).
 std::vector<core::AssignmentTarget> compare_columns(const pg::Relation& target, const core::SnapshotSpec& spec,
@@ -187,11 +196,11 @@ std::vector<core::AssignmentTarget> compare_columns(const pg::Relation& target, 
                         "Name the compared columns, or the ones left out, not both.");
     std::vector<std::string> named;
     for (const auto& c : o.columns ? *o.columns : o.exclude_columns.value_or(std::vector<std::string>{})) {
+        // exclude_columns may name staging columns the target lacks, left
+        // out of the batch before (schema_drift.hpp).
+        if (!o.columns && find_column(target.columns, c) == nullptr)
+            continue;
         require_target_column(target, c, o.columns ? "columns" : "exclude_columns");
-        if (contains(o.key, c))
-            throw UserError(sqlstate::kInvalidParameterValue, "key column \"" + c + "\" cannot be compared",
-                            "A version belongs to its key; the key never changes within it.",
-                            "Leave the key columns out of columns and exclude_columns.");
         named.push_back(pg::quote_ident(c));
     }
     std::vector<core::AssignmentTarget> cols;
@@ -275,8 +284,9 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
     spec.valid_to = pg::quote_ident(o.valid_to);
     InsertColumnRules rules;
     rules.function = "idem.snapshot";
-    rules.extra_detail = "Every source column is kept in the history; a column the target lacks is schema drift.";
-    rules.extra_hint = "Add the column to the target or drop it from the source.";
+    // Drifted columns were settled before (schema_drift.hpp).
+    rules.extra_detail = "Every source column is kept in the history.";
+    rules.extra_hint = "Pass exclude_columns or on_schema_change.";
     rules.identity_hint = "Leave the column out of the source.";
     spec.insert_columns = insert_columns(src, target, rules);
     for (const auto& k : o.key) {
@@ -394,14 +404,27 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
     const RunClock clock;
     pg::SpiSession spi;
     require_key(options.key);
-    const pg::Relation target = describe_target(target_oid);
-    const SourceShape src = describe_source(source, "idem.snapshot");
+    pg::Relation target = describe_target(target_oid);
+    SourceShape src = describe_source(source, "idem.snapshot");
     if (citus_table(spi, target_oid).kind != CitusKind::kNone)
         throw UserError(sqlstate::kFeatureNotSupported,
                         "idem.snapshot does not write Citus distributed or reference tables yet",
                         "\"" + target.display + "\" is one.", "Keep the history in a local table.");
+    for (const auto& c : options.columns ? *options.columns : options.exclude_columns.value_or(std::vector<std::string>{}))
+        refuse_key_column(options, c);
+    // With columns given, the source's other columns are still kept in the
+    // history: they drift like any other.
+    const std::vector<pg::Column> added =
+        settle_source_columns(src, target, options.exclude_columns, options.on_schema_change,
+                              {"idem.snapshot", "Every source column is kept in the history", std::nullopt});
+    if (!added.empty()) {  // after the snapshot's lock, as every snapshot of the history waits for it
+        lock_target(target);
+        add_target_columns(spi, target, added, "idem.snapshot");
+        target = describe_target(target_oid);
+    }
     const core::SnapshotSpec spec = plan_snapshot(spi, target, src, options);
-    lock_target(target);
+    if (added.empty())
+        lock_target(target);
     const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options);
     record_snapshot(spi, clock, target, src, n, spec.deleted_column.has_value());
     pg::Row row;

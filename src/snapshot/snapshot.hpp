@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/batch_source.hpp"
+#include "common/schema_drift.hpp"
 #include "pg/spi.hpp"
 #include "pg/values.hpp"
 
@@ -28,6 +29,7 @@ struct SnapshotOptions {
     std::optional<std::string> valid_to_current;  // NULL: current versions have valid_to NULL
     pg::TypedValue as_of;                         // NULL: the transaction's now()
     bool allow_empty = false;
+    OnSchemaChange on_schema_change = OnSchemaChange::kFail;
 };
 
 void snapshot(const pg::ResultSet& out, std::uint32_t target, const BatchSource& source,

@@ -190,3 +190,18 @@ TEST(AsSubquery, LeavesInnerSemicolonsAndLeadingWithAlone)
               "(\nWITH c AS (SELECT ';' AS s) SELECT s = ';' FROM c\n)");
     EXPECT_EQ(as_subquery(""), "(\n\n)");
 }
+
+TEST(TextArrayLiteral, PlainNamesAsTheyAre)
+{
+    EXPECT_EQ(pg_idempotent::core::text_array_literal({"_loaded_at", "_file"}), "{_loaded_at,_file}");
+    EXPECT_EQ(pg_idempotent::core::text_array_literal({}), "{}");
+}
+
+TEST(TextArrayLiteral, QuotesWhatArrayInputWouldReadOtherwise)
+{
+    EXPECT_EQ(pg_idempotent::core::text_array_literal({"Loaded At", "a,b", "{x}", ""}),
+              "{\"Loaded At\",\"a,b\",\"{x}\",\"\"}");
+    EXPECT_EQ(pg_idempotent::core::text_array_literal({"NULL", "null", "nullx"}), "{\"NULL\",\"null\",nullx}");
+    EXPECT_EQ(pg_idempotent::core::text_array_literal({"say \"hi\"", "back\\slash"}),
+              "{\"say \\\"hi\\\"\",\"back\\\\slash\"}");
+}
