@@ -1,4 +1,4 @@
-// The source columns a target lacks (docs/reference.md, "Staging tables and
+// The source columns a target lacks (docs/merge.md, "Staging columns and
 // schema drift"). exclude_columns may name a column of either side: one only
 // the source has is left out of the batch (a staging table's _loaded_at),
 // one only the target has is left alone. Any other source column the target
