@@ -1735,6 +1735,34 @@ CREATE OR REPLACE FUNCTION idem._raise(code text, message text, detail text, hin
   AS 'MODULE_PATHNAME', 'idem__raise'
   LANGUAGE C VOLATILE PARALLEL SAFE;
 
+-- Bind parameters (issue 44): idem.params(v1, v2, ...) makes the values
+-- that a function binds to $1, $2, ... of the SQL text it takes (a query, a
+-- predicate, an audit), each of its own type, never spliced into the text.
+-- The values travel as their types' canonical text (ISO dates, UTC
+-- timestamps), so a value made in one session reads back the same in any.
+CREATE TYPE idem.query_params AS (types regtype[], "values" text[]);
+COMMENT ON TYPE idem.query_params IS
+  'Values to bind to $1, $2, ... of a function''s SQL text, each with its type: made by idem.params(v1, v2, ...)';
+CREATE FUNCTION idem.params(VARIADIC "any") RETURNS idem.query_params
+  AS 'MODULE_PATHNAME', 'idem_params'
+  LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem.params("any") IS
+  'The values to bind to $1, $2, ... of the query (and predicate or audit) of merge_query, append_query, snapshot_query, overwrite_partition, replace_where, publish and checksum_query: pass params => idem.params(v1, v2, ...)';
+
+-- The run history records the values a run bound (capped: 20 values of 200
+-- characters at most).
+ALTER TABLE idem.run_log ADD COLUMN params jsonb;
+COMMENT ON COLUMN idem.run_log.params IS
+  'The values bound to the run''s SQL ($1, $2, ...: [{"type": ..., "value": ...}]), NULL for none';
+CREATE OR REPLACE VIEW idem.run_history WITH (security_barrier) AS
+SELECT l.id, l.started_at, l.started_at OPERATOR(pg_catalog.+) l.duration AS finished_at, l.duration,
+       l.function_name, l.target, l.unit, l.action, l.counts, l.rows_written, l.transaction_id,
+       l.role_name, l.session_role, l.application_name, l.backend_pid, l.params
+  FROM idem.run_log l
+ WHERE pg_catalog.pg_has_role(l.role::pg_catalog.oid, 'MEMBER')
+    OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r
+         WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER);
+
 -- A swap refuses, before any work, what the new table cannot carry from the
 -- old partition (issue 43: extended statistics, security labels, an explicit
 -- publication membership, privileges another role granted), unless the
@@ -1752,27 +1780,65 @@ CREATE FUNCTION idem.swap_partition(partition regclass, staging regclass,
 COMMENT ON FUNCTION idem.swap_partition(regclass, regclass, boolean, interval, boolean) IS
   'Replaces a partition by a fully built staging table, atomically, in this transaction; returns the new partition; accept_losses: swap even if the new table cannot carry something of the old partition';
 
+-- overwrite_partition also takes create_partition and params (issue 44:
+-- a day without a partition, bind parameters), and returns the sizes of the
+-- change after today's columns (action, row_count): rows_before,
+-- rows_after, rows_differing (NULL where unknown).
 DROP FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval);
 CREATE FUNCTION idem.overwrite_partition(parent regclass, value anyelement, query text,
                                          mode text DEFAULT 'rewrite', keep_old boolean DEFAULT false,
                                          lock_timeout interval DEFAULT NULL,
-                                         accept_losses boolean DEFAULT false)
-  RETURNS TABLE(action text, row_count bigint)
+                                         accept_losses boolean DEFAULT false,
+                                         create_partition boolean DEFAULT false,
+                                         params idem.query_params DEFAULT NULL)
+  RETURNS TABLE(action text, row_count bigint, rows_before bigint, rows_after bigint, rows_differing bigint)
   AS 'MODULE_PATHNAME', 'idem_overwrite_partition'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval, boolean) IS
-  'Overwrites the partition that holds value with the rows of query: rewritten in place (mode rewrite) or swapped (mode swap); skipped when they are the same rows; accept_losses: swap even if the new table cannot carry something of the old partition';
+COMMENT ON FUNCTION idem.overwrite_partition(regclass, anyelement, text, text, boolean, interval, boolean, boolean, idem.query_params) IS
+  'Overwrites the partition that holds value with the rows of query: rewritten in place (mode rewrite) or swapped (mode swap); skipped when they are the same rows; accept_losses: swap even if the new table cannot carry something of the old partition; create_partition: make the missing partition';
 
 DROP FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval);
 CREATE FUNCTION idem.overwrite_partition(parent regclass, value text, query text,
                                          mode text DEFAULT 'rewrite', keep_old boolean DEFAULT false,
                                          lock_timeout interval DEFAULT NULL,
-                                         accept_losses boolean DEFAULT false)
-  RETURNS TABLE(action text, row_count bigint)
+                                         accept_losses boolean DEFAULT false,
+                                         create_partition boolean DEFAULT false,
+                                         params idem.query_params DEFAULT NULL)
+  RETURNS TABLE(action text, row_count bigint, rows_before bigint, rows_after bigint, rows_differing bigint)
   AS 'MODULE_PATHNAME', 'idem_overwrite_partition_text'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval, boolean) IS
+COMMENT ON FUNCTION idem.overwrite_partition(regclass, text, text, text, boolean, interval, boolean, boolean, idem.query_params) IS
   'overwrite_partition with the value as text, cast to the partition key''s type';
+
+-- replace_where: params, and the result's action and sizes after today's
+-- (deleted, inserted), whose 0 | 0 read like an empty unit.
+DROP FUNCTION idem.replace_where(regclass, text, text, interval);
+CREATE FUNCTION idem.replace_where(target regclass, predicate text, query text,
+                                   lock_timeout interval DEFAULT NULL,
+                                   params idem.query_params DEFAULT NULL)
+  RETURNS TABLE(deleted bigint, inserted bigint, action text, rows_before bigint, rows_after bigint,
+                rows_differing bigint)
+  AS 'MODULE_PATHNAME', 'idem_replace_where'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.replace_where(regclass, text, text, interval, idem.query_params) IS
+  'Replaces the rows matching predicate by the rows of query (columns by position), in this transaction; the same rows write nothing; params are bound to $1, $2, ... of both';
+
+DROP FUNCTION idem.publish(text, text, int, text, interval);
+CREATE FUNCTION idem.publish(dataset text, query text, keep int DEFAULT 5, audit text DEFAULT NULL,
+                             lock_timeout interval DEFAULT NULL, params idem.query_params DEFAULT NULL)
+  RETURNS int
+  AS 'MODULE_PATHNAME', 'idem_publish'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.publish(text, text, int, text, interval, idem.query_params) IS
+  'Builds an immutable version of the dataset from query, audits it, and flips the view to it in this transaction; the same content publishes nothing; params are bound to $1, $2, ... of query and audit';
+
+DROP FUNCTION idem.checksum_query(text);
+CREATE FUNCTION idem.checksum_query(query text, params idem.query_params DEFAULT NULL)
+  RETURNS text
+  AS 'MODULE_PATHNAME', 'idem_checksum_query'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.checksum_query(text, idem.query_params) IS
+  'The v1 checksum of the rows a query returns (one statement, run as the caller under the caller''s search_path), params bound to its $1, $2, ...';
 
 -- ---------------------------------------------------------------------------
 -- Staging tables and schema drift (issue 44): exclude_columns may name a
@@ -1811,11 +1877,12 @@ CREATE FUNCTION idem.merge_query(target regclass, query text,
                                  allow_empty boolean DEFAULT false,
                                  dry_run boolean DEFAULT false,
                                  exclude_columns text[] DEFAULT NULL,
-                                 on_schema_change text DEFAULT 'fail')
+                                 on_schema_change text DEFAULT 'fail',
+                                 params idem.query_params DEFAULT NULL)
   RETURNS TABLE(inserted bigint, updated bigint, deleted bigint, unchanged bigint, stale bigint)
   AS 'MODULE_PATHNAME', 'idem_merge_query'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean, text[], text) IS
+COMMENT ON FUNCTION idem.merge_query(regclass, text, text[], text, text, boolean, text, text[], boolean, boolean, text[], text, idem.query_params) IS
   'idem.merge with the source given as a query (run once, as the caller, under the caller''s search_path)';
 
 DROP FUNCTION idem.append(regclass, regclass, text[], text[], text, interval);
@@ -1837,11 +1904,12 @@ CREATE FUNCTION idem.append_query(target regclass, query text,
                                   exclude_columns text[] DEFAULT NULL,
                                   on_conflict text DEFAULT 'error',
                                   within interval DEFAULT NULL,
-                                  on_schema_change text DEFAULT 'fail')
+                                  on_schema_change text DEFAULT 'fail',
+                                  params idem.query_params DEFAULT NULL)
   RETURNS TABLE(inserted bigint, duplicate bigint, conflicting bigint)
   AS 'MODULE_PATHNAME', 'idem_append_query'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.append_query(regclass, text, text[], text[], text, interval, text) IS
+COMMENT ON FUNCTION idem.append_query(regclass, text, text[], text[], text, interval, text, idem.query_params) IS
   'idem.append with the events given as a query (run once, as the caller, under the caller''s search_path)';
 
 DROP FUNCTION idem.snapshot(regclass, regclass, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text);
@@ -1879,9 +1947,10 @@ CREATE FUNCTION idem.snapshot_query(target regclass, query text,
                               allow_empty boolean DEFAULT false,
                               deleted_column text DEFAULT 'is_deleted',
                               valid_to_current text DEFAULT NULL,
-                              on_schema_change text DEFAULT 'fail')
+                              on_schema_change text DEFAULT 'fail',
+                              params idem.query_params DEFAULT NULL)
   RETURNS TABLE(inserted bigint, changed bigint, deleted bigint, unchanged bigint, stale bigint)
   AS 'MODULE_PATHNAME', 'idem_snapshot_query'
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
-COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text, text) IS
+COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text, text, idem.query_params) IS
   'idem.snapshot with the source given as a query (run once, as the caller, under the caller''s search_path)';

@@ -6,9 +6,12 @@ CREATE TABLE o_sales (day date, store text, revenue numeric) PARTITION BY RANGE 
 CREATE TABLE o_sales_0706 PARTITION OF o_sales FOR VALUES FROM ('2024-07-06') TO ('2024-07-07');
 CREATE TABLE o_sales_0707 PARTITION OF o_sales FOR VALUES FROM ('2024-07-07') TO ('2024-07-08');
 CREATE TABLE o_sales_other PARTITION OF o_sales DEFAULT;
+-- The day is bound to the query's $1 (params, 0.9.0), never spliced into
+-- its text; the job names the two columns it returns (overwrite_partition
+-- returns more since 0.9.0, after these two).
 CREATE FUNCTION o_job(d date) RETURNS TABLE(action text, row_count bigint) LANGUAGE sql AS $$
-  SELECT * FROM idem.overwrite_partition('o_sales', d,
-    format('SELECT day, store, sum(amount) FROM o_raw WHERE day = %L GROUP BY 1, 2', d))
+  SELECT action, row_count FROM idem.overwrite_partition('o_sales', d,
+    'SELECT day, store, sum(amount) FROM o_raw WHERE day = $1 GROUP BY 1, 2', params => idem.params(d))
 $$;
 
 -- "The job for 7 July owns the partition for 7 July": rewritten, then a

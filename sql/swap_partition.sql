@@ -262,7 +262,7 @@ COMMIT;
 CREATE TABLE sw_raw (day date, store text, amount numeric);
 INSERT INTO sw_raw SELECT '2024-07-07'::date + (g % 2), (ARRAY['a','b','c'])[1 + g % 3], g FROM generate_series(1, 90) g;
 CREATE FUNCTION sw_job(d date) RETURNS TABLE(action text, row_count bigint) LANGUAGE sql AS $$
-  SELECT * FROM idem.overwrite_partition('sw_sales', d,
+  SELECT action, row_count FROM idem.overwrite_partition('sw_sales', d,
     format('SELECT day, store, sum(amount) FROM sw_raw WHERE day = %L GROUP BY 1, 2', d), mode => 'swap')
 $$;
 SELECT * FROM sw_job('2024-07-07');

@@ -125,6 +125,7 @@ PG_FUNCTION_INFO_V1(idem_append_query);
 PG_FUNCTION_INFO_V1(idem_snapshot);
 PG_FUNCTION_INFO_V1(idem_snapshot_query);
 PG_FUNCTION_INFO_V1(idem_snapshot_prepare);
+PG_FUNCTION_INFO_V1(idem_params);
 
 Datum idem_checksum(PG_FUNCTION_ARGS)
 {
@@ -141,7 +142,9 @@ Datum idem_checksum_query(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "query");
-        return pg::text_result(pg_idempotent::checksum_query(*pg::arg_text(fcinfo, 0)));
+        // params: absent until ALTER EXTENSION UPDATE to 0.9.0.
+        return pg::text_result(
+            pg_idempotent::checksum_query(*pg::arg_text(fcinfo, 0), pg::arg_query_params(fcinfo, 1)));
     });
 }
 
@@ -276,26 +279,35 @@ static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
 }
 
 // The target (argument 0) and the batch of merge/append and their _query
-// forms: a relation or a query (argument 1), both required. Called into a
+// forms: a relation or a query (argument 1), both required, and a query's
+// bound parameters (argument params_arg, -1 for a relation). Called into a
 // variable before anything reads argument 0 or the options (an argument
 // list's order of evaluation is unspecified), so a NULL target or source is
 // reported first, as before.
-static pg_idempotent::BatchSource batch_source(FunctionCallInfo fcinfo, bool query)
+static pg_idempotent::BatchSource batch_source(FunctionCallInfo fcinfo, int params_arg)
 {
+    const bool query = params_arg >= 0;
     pg::require_arg(fcinfo, 0, "target");
     pg::require_arg(fcinfo, 1, query ? "query" : "source");
     pg_idempotent::BatchSource source;
-    if (query)
+    if (query) {
         source.query = pg::arg_text(fcinfo, 1);
-    else
+        source.params = pg::arg_query_params(fcinfo, params_arg);
+    } else {
         source.relation = pg::arg_oid(fcinfo, 1);
+    }
     return source;
 }
+
+// Where each _query function takes params (0.9.0): after its other options.
+static constexpr int kMergeQueryParams = 12;
+static constexpr int kAppendQueryParams = 7;
+static constexpr int kSnapshotQueryParams = 15;
 
 Datum idem_merge(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        const pg_idempotent::BatchSource source = batch_source(fcinfo, false);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, -1);
         pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
     });
@@ -304,7 +316,7 @@ Datum idem_merge(PG_FUNCTION_ARGS)
 Datum idem_merge_query(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, kMergeQueryParams);
         pg_idempotent::merge(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, merge_options(fcinfo));
         return Datum(0);
     });
@@ -329,7 +341,7 @@ static pg_idempotent::AppendOptions append_options(FunctionCallInfo fcinfo)
 Datum idem_append(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        const pg_idempotent::BatchSource source = batch_source(fcinfo, false);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, -1);
         pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
         return Datum(0);
     });
@@ -338,7 +350,7 @@ Datum idem_append(PG_FUNCTION_ARGS)
 Datum idem_append_query(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, kAppendQueryParams);
         pg_idempotent::append(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, append_options(fcinfo));
         return Datum(0);
     });
@@ -378,7 +390,7 @@ static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
 Datum idem_snapshot(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        const pg_idempotent::BatchSource source = batch_source(fcinfo, false);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, -1);
         pg_idempotent::snapshot(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, snapshot_options(fcinfo));
         return Datum(0);
     });
@@ -387,10 +399,15 @@ Datum idem_snapshot(PG_FUNCTION_ARGS)
 Datum idem_snapshot_query(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
-        const pg_idempotent::BatchSource source = batch_source(fcinfo, true);
+        const pg_idempotent::BatchSource source = batch_source(fcinfo, kSnapshotQueryParams);
         pg_idempotent::snapshot(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), source, snapshot_options(fcinfo));
         return Datum(0);
     });
+}
+
+Datum idem_params(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum { return pg::query_params_result(fcinfo); });
 }
 
 Datum idem_snapshot_prepare(PG_FUNCTION_ARGS)
@@ -687,9 +704,10 @@ Datum idem_publish(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "dataset");
         pg::require_arg(fcinfo, 1, "query");
         pg::require_arg(fcinfo, 2, "keep");
+        // params: absent until ALTER EXTENSION UPDATE to 0.9.0.
         return Int32GetDatum(pg_idempotent::publish(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1),
                                                     *pg::arg_int4(fcinfo, 2), pg::arg_text(fcinfo, 3),
-                                                    pg::arg_interval_text(fcinfo, 4)));
+                                                    pg::arg_interval_text(fcinfo, 4), pg::arg_query_params(fcinfo, 5)));
     });
 }
 
@@ -812,12 +830,26 @@ Datum idem_replace_where(PG_FUNCTION_ARGS)
         pg::require_arg(fcinfo, 0, "target");
         pg::require_arg(fcinfo, 1, "predicate");
         pg::require_arg(fcinfo, 2, "query");
+        // params: absent until ALTER EXTENSION UPDATE to 0.9.0.
         pg_idempotent::replace_where(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), *pg::arg_text(fcinfo, 1),
-                                     *pg::arg_text(fcinfo, 2), pg::arg_interval_text(fcinfo, 3));
+                                     *pg::arg_text(fcinfo, 2), pg::arg_interval_text(fcinfo, 3),
+                                     pg::arg_query_params(fcinfo, 4));
         return Datum(0);
     });
 }
 
+// A boolean option added in a later version (false before ALTER EXTENSION
+// UPDATE declares it); NULL is refused, naming it.
+static bool later_flag(FunctionCallInfo fcinfo, int n, const char* name)
+{
+    if (PG_NARGS() <= n)
+        return false;
+    pg::require_arg(fcinfo, n, name);
+    return *pg::arg_bool(fcinfo, n);
+}
+
+// overwrite_partition(parent, value, query, mode, keep_old, lock_timeout,
+// accept_losses (0.9.0), create_partition (0.9.0), params (0.9.0))
 static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
@@ -832,12 +864,15 @@ static Datum overwrite_entry(FunctionCallInfo fcinfo, bool text_value)
             value_text = pg::arg_text(fcinfo, 1);
         else
             value = pg::arg_value(fcinfo, 1);
-        // accept_losses: absent (false) until ALTER EXTENSION UPDATE to 0.9.0.
-        if (PG_NARGS() > 6)
-            pg::require_arg(fcinfo, 6, "accept_losses");
+        pg_idempotent::OverwriteOptions o;
+        o.mode = *pg::arg_text(fcinfo, 3);
+        o.keep_old = *pg::arg_bool(fcinfo, 4);
+        o.lock_timeout = pg::arg_interval_text(fcinfo, 5);
+        o.accept_losses = later_flag(fcinfo, 6, "accept_losses");
+        o.create_partition = later_flag(fcinfo, 7, "create_partition");
+        o.params = pg::arg_query_params(fcinfo, 8);
         pg_idempotent::overwrite_partition(pg::ResultSet(fcinfo), *pg::arg_oid(fcinfo, 0), value, value_text,
-                                           *pg::arg_text(fcinfo, 2), *pg::arg_text(fcinfo, 3), *pg::arg_bool(fcinfo, 4),
-                                           pg::arg_interval_text(fcinfo, 5), pg::arg_bool(fcinfo, 6).value_or(false));
+                                           *pg::arg_text(fcinfo, 2), o);
         return Datum(0);
     });
 }

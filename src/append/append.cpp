@@ -162,12 +162,12 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, bool arbiter)
 // Thrown inside the one-INSERT append's subtransaction to roll it back.
 struct GiveWay {};
 
-pg::Params statement_params(const pg::Relation& target, const std::optional<std::string>& within)
+// The statements' parameters: $1 the target, $2 within (NULL when not
+// given), then the caller's $n as $(n + 2).
+pg::Params statement_params(const pg::Relation& target, const std::optional<std::string>& within,
+                            const pg::QueryParams& caller)
 {
-    pg::Params params = {pg::Param::of_oid(target.oid)};
-    if (within)
-        params.push_back(pg::Param::of_text(*within));
-    return params;
+    return pg::with_caller_params({pg::Param::of_oid(target.oid), pg::Param::of_text(within)}, caller);
 }
 
 // Runs one of append's statements and returns its result with the
@@ -176,7 +176,7 @@ pg::Params statement_params(const pg::Relation& target, const std::optional<std:
 // hand-written INSERT ... ON CONFLICT does: a hash join read and spilled the
 // whole target instead (1.4 s against 0.8 s for a 1M-row batch into 1M rows).
 pg::QueryResult run_statement(pg::SpiSession& spi, const std::string& sql, const pg::Relation& target,
-                              const std::optional<std::string>& within, ConflictCounts& met, bool probe)
+                              const pg::Params& params, ConflictCounts& met, bool probe)
 {
     reset_conflicts(target.oid);
     pg::Settings settings = {{"jit", "off"}};
@@ -186,7 +186,7 @@ pg::QueryResult run_statement(pg::SpiSession& spi, const std::string& sql, const
     }
     pg::QueryResult r;
     const pg::Step step("appending the batch to the target");
-    pg::with_settings(settings, [&] { r = spi.query(sql, statement_params(target, within), true); });
+    pg::with_settings(settings, [&] { r = spi.query(sql, params, true); });
     met = conflicts(target.oid);
     return r;
 }
@@ -197,8 +197,7 @@ pg::QueryResult run_statement(pg::SpiSession& spi, const std::string& sql, const
 // other content that is an error: the whole statement names the key).
 // Rolled back then.
 std::optional<std::vector<std::int64_t>> fast_append(pg::SpiSession& spi, const core::AppendSpec& spec,
-                                                     const pg::Relation& target,
-                                                     const std::optional<std::string>& within)
+                                                     const pg::Relation& target, const pg::Params& params)
 {
     std::optional<std::vector<std::int64_t>> counts;
     std::optional<pg::PgError> failed;
@@ -207,7 +206,7 @@ std::optional<std::vector<std::int64_t>> fast_append(pg::SpiSession& spi, const 
             ConflictCounts met;
             // Through the unique index; without one, hash joins over the window.
             const pg::QueryResult r =
-                run_statement(spi, core::build_fast_append_sql(spec), target, within, met, spec.arbiter);
+                run_statement(spi, core::build_fast_append_sql(spec), target, params, met, spec.arbiter);
             if (met.differ > 0 && !spec.keep_first)
                 throw GiveWay{};
             counts = std::vector<std::int64_t>{static_cast<std::int64_t>(r.processed), met.same, met.differ};
@@ -226,10 +225,10 @@ std::optional<std::vector<std::int64_t>> fast_append(pg::SpiSession& spi, const 
 // The whole statement's counts: inserted, duplicate, conflicting, with the
 // conflicts its INSERT met with rows a concurrent writer inserted.
 std::vector<std::int64_t> full_append(pg::SpiSession& spi, const core::AppendSpec& spec, const pg::Relation& target,
-                                      const std::optional<std::string>& within)
+                                      const pg::Params& params)
 {
     ConflictCounts met;
-    const pg::QueryResult r = run_statement(spi, core::build_append_sql(spec), target, within, met, false);
+    const pg::QueryResult r = run_statement(spi, core::build_append_sql(spec), target, params, met, false);
     if (met.differ > 0 && !spec.keep_first)
         throw UserError(sqlstate::kAppendConflict, "an event came back with different content",
                         std::to_string(met.differ) + " events of this batch were written to \"" + target.display +
@@ -242,12 +241,12 @@ std::vector<std::int64_t> full_append(pg::SpiSession& spi, const core::AppendSpe
 }
 
 std::vector<std::int64_t> run_append(pg::SpiSession& spi, const core::AppendSpec& spec, const pg::Relation& target,
-                                     const std::optional<std::string>& within)
+                                     const pg::Params& params)
 {
     if (core::fast_append_applies(spec))
-        if (auto counts = fast_append(spi, spec, target, within))
+        if (auto counts = fast_append(spi, spec, target, params))
             return *counts;
-    return full_append(spi, spec, target, within);
+    return full_append(spi, spec, target, params);
 }
 
 void record_append(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
@@ -262,6 +261,7 @@ void record_append(pg::SpiSession& spi, const RunClock& clock, const pg::Relatio
     run.rows_written = counts[0];
     run.changed = counts[0] > 0;
     run.action = run.changed ? "appended" : "unchanged";
+    run.params = src.params.history_json;
     record_run(spi, clock, run);
 }
 
@@ -289,8 +289,9 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     // lock would meet a waited-for append's events as 23505, so READ
     // COMMITTED only, as without a unique index.
     const bool arbiter = has_unique_index_on(key, indexes) && citus.kind == CitusKind::kNone;
-    const std::vector<pg::Column> added = settle_source_columns(
-        src, target, options.exclude_columns, options.on_schema_change, {"idem.append", "Every source column is written", std::nullopt});
+    const std::vector<pg::Column> added =
+        settle_source_columns(src, target, options.exclude_columns, options.on_schema_change,
+                              {"idem.append", "Every source column is written", std::nullopt});
     if (!added.empty()) {  // after the append's lock, as every append of the target waits for it
         lock_target(spi, target, arbiter);
         add_target_columns(spi, target, added, "idem.append");
@@ -300,7 +301,10 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     spec.citus = citus.kind != CitusKind::kNone;
     if (added.empty())
         lock_target(spi, target, arbiter);
-    const std::vector<std::int64_t> counts = run_append(spi, spec, target, options.within);
+    if (!src.params.empty())  // after the statement's own $1 and $2
+        spec.source_sql = pg::shift_params(spec.source_sql, 2);
+    const std::vector<std::int64_t> counts =
+        run_append(spi, spec, target, statement_params(target, options.within, src.params));
     record_append(spi, clock, target, src, counts);
     pg::return_text_rows(out, {{std::to_string(counts[0]), std::to_string(counts[1]), std::to_string(counts[2])}});
     spi.finish();

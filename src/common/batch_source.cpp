@@ -57,8 +57,10 @@ SourceShape describe_source(const BatchSource& source, const std::string& functi
             quoted.push_back(pg::quote_ident(c.name));
         shape.sql = core::select_columns(quoted, rel.qualified);
     } else {
-        shape.columns = pg::describe_query(*source.query);
+        pg::require_bound(*source.query, source.params, "the query");
+        shape.columns = pg::describe_query(*source.query, source.params.values);
         shape.sql = *source.query;
+        shape.params = source.params;
     }
     std::set<std::string> names;
     for (const auto& c : shape.columns)

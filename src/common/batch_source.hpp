@@ -9,12 +9,14 @@
 
 #include "core/assignment.hpp"
 #include "pg/catalog.hpp"
+#include "pg/query_params.hpp"
 
 namespace pg_idempotent {
 
 struct BatchSource {
     std::optional<std::uint32_t> relation;  // f(target, source regclass)
     std::optional<std::string> query;       // f_query(target, query text)
+    pg::QueryParams params;                 // f_query's params: its $1, $2, ...
 };
 
 // The source as the function reads it: its columns, by distinct names, and
@@ -23,6 +25,7 @@ struct SourceShape {
     std::optional<pg::Relation> relation;  // when the source is a relation
     std::vector<pg::Column> columns;
     std::string sql;
+    pg::QueryParams params;  // the values of sql's $1, $2, ... (a query's)
     // A table or materialized view reads the same in every scan of one
     // statement; a view, a foreign table or a query may not (volatile
     // functions, a remote server).

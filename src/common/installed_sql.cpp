@@ -49,6 +49,8 @@ Probe probe_of(SqlFeature feature)
         return {"keys", "long_key", nullptr, "0.8.0"};
     case SqlFeature::kTombstonesOf:
         return {nullptr, nullptr, "_tombstones_of", "0.9.0"};
+    case SqlFeature::kRunLogParams:
+        return {"run_log", "params", nullptr, "0.9.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -27,6 +27,7 @@ enum class SqlFeature {
     kGrantRows,             // idem.usage_grant_rows; usage_grants a view (0.8.0)
     kKeyIds,                // idem.keys keyed by (scope, key), long_key (0.8.0)
     kTombstonesOf,          // idem._tombstones_of, _tombstones renamed (0.9.0)
+    kRunLogParams,          // idem.run_log.params, the bound parameters (0.9.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

@@ -63,6 +63,7 @@ void record_run(pg::SpiSession& spi, const RunClock& clock, const RunRecord& run
     const std::string role = pg::current_user_name();
     const std::uint32_t role_oid = pg::current_user_id();
     const bool has_role_oid = sql_has(SqlFeature::kRunLogRoleOid);
+    const bool has_params = sql_has(SqlFeature::kRunLogParams);
     const std::int64_t micros = clock.elapsed_microseconds();
     const pg::Params params = {
         pg::Param::of_text(run.function),
@@ -74,9 +75,20 @@ void record_run(pg::SpiSession& spi, const RunClock& clock, const RunRecord& run
                                             : std::nullopt),
         pg::Param::of_text(role),
         pg::Param::of_int8(micros),
-        pg::Param::of_oid(role_oid)};
+        pg::Param::of_oid(role_oid),
+        pg::Param::of_text(run.params.empty() ? std::nullopt : std::optional<std::string>(run.params))};
     pg::as_extension_owner([&] {
-        if (has_role_oid)
+        if (has_params)
+            spi.query_saved(
+                "INSERT INTO idem.run_log (started_at, duration, function_name, target, unit, action, counts,"
+                " rows_written, transaction_id, role_name, session_role, application_name, backend_pid, role, params)"
+                " SELECT pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) d, d, $1, $2, $3, $4, $5::pg_catalog.jsonb,"
+                " $6::pg_catalog.int8, pg_catalog.pg_current_xact_id(), $7, session_user,"
+                " pg_catalog.current_setting('application_name'), pg_catalog.pg_backend_pid(),"
+                " $9::pg_catalog.oid::pg_catalog.regrole, $10::pg_catalog.jsonb"
+                " FROM (SELECT '1 microsecond'::pg_catalog.interval OPERATOR(pg_catalog.*) $8::pg_catalog.float8) AS m(d)",
+                params);
+        else if (has_role_oid)
             spi.query_saved(
                 "INSERT INTO idem.run_log (started_at, duration, function_name, target, unit, action, counts,"
                 " rows_written, transaction_id, role_name, session_role, application_name, backend_pid, role)"

@@ -28,6 +28,9 @@ struct RunRecord {
     // count them (swap_partition: the caller wrote the staging table).
     std::optional<std::int64_t> rows_written;
     bool changed = false;  // it changed the target (idem.history = changes records only these)
+    // The values bound to the caller's SQL (pg::QueryParams::history_json),
+    // "" for none.
+    std::string params;
 };
 
 // Started when a run begins; records it when it ends.

@@ -30,8 +30,8 @@ void leave_out_of_batch(SourceShape& src, const std::vector<std::string>& names)
             kept.push_back(c);
             quoted.push_back(pg::quote_ident(c.name));
         }
-    src.sql = core::select_columns(quoted, src.relation ? src.relation->qualified
-                                                        : core::as_subquery(src.sql) + " AS \"idem$batch\"");
+    src.sql = core::select_columns(
+        quoted, src.relation ? src.relation->qualified : core::as_subquery(src.sql) + " AS \"idem$batch\"");
     src.columns = kept;
 }
 
@@ -44,14 +44,13 @@ UserError drift_error(const std::vector<std::string>& drifted, const pg::Relatio
     const std::string last = quoted.back();
     quoted.pop_back();
     const std::string names = quoted.empty() ? "column " + last : "columns " + core::join(quoted) + " and " + last;
-    return UserError(sqlstate::kUndefinedColumn,
-                     names + " of the source " + (quoted.empty() ? "does" : "do") + " not exist in \"" +
-                         target.display + "\"",
-                     rules.written + "; a source column the target lacks is schema drift: " +
-                         core::join(drifted) + ".",
-                     "Leave staging columns out of the batch with exclude_columns => " + list +
-                         ", add them to the target with on_schema_change => 'append_new_columns', or leave "
-                         "out every new column with on_schema_change => 'ignore'.");
+    return UserError(
+        sqlstate::kUndefinedColumn,
+        names + " of the source " + (quoted.empty() ? "does" : "do") + " not exist in \"" + target.display + "\"",
+        rules.written + "; a source column the target lacks is schema drift: " + core::join(drifted) + ".",
+        "Leave staging columns out of the batch with exclude_columns => " + list +
+            ", add them to the target with on_schema_change => 'append_new_columns', or leave "
+            "out every new column with on_schema_change => 'ignore'.");
 }
 
 }  // namespace
@@ -76,12 +75,12 @@ std::vector<pg::Column> settle_source_columns(SourceShape& src, const pg::Relati
 {
     for (const auto& c : excluded.value_or(std::vector<std::string>{}))
         if (find_column(src.columns, c) == nullptr && find_column(target.columns, c) == nullptr)
-            throw UserError(sqlstate::kUndefinedColumn,
-                            "column \"" + c + "\" named in exclude_columns is in neither the source nor \"" +
-                                target.display + "\"",
-                            "exclude_columns names staging columns the target lacks (left out of the batch) and "
-                            "target columns to leave alone.",
-                            "Column names are matched exactly, case included.");
+            throw UserError(
+                sqlstate::kUndefinedColumn,
+                "column \"" + c + "\" named in exclude_columns is in neither the source nor \"" + target.display + "\"",
+                "exclude_columns names staging columns the target lacks (left out of the batch) and "
+                "target columns to leave alone.",
+                "Column names are matched exactly, case included.");
     std::vector<std::string> staging_only;
     std::vector<std::string> drifted;
     std::vector<pg::Column> drifted_columns;
@@ -112,13 +111,15 @@ void add_target_columns(pg::SpiSession& spi, const pg::Relation& target, const s
 {
     if (columns.empty())
         return;
-    auto owner = spi.query("SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE')::pg_catalog.text"
-                           " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
-                           {pg::Param::of_oid(target.oid)});
+    auto owner = spi.query(
+        "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE')::pg_catalog.text"
+        " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
+        {pg::Param::of_oid(target.oid)});
     if (owner.rows.at(0).at(0) != std::optional<std::string>("true"))
         throw UserError(sqlstate::kInsufficientPrivilege, "must be owner of table " + target.display,
-                        function + " with on_schema_change => 'append_new_columns' adds the source's new columns "
-                                   "to it (ALTER TABLE ... ADD COLUMN).",
+                        function +
+                            " with on_schema_change => 'append_new_columns' adds the source's new columns "
+                            "to it (ALTER TABLE ... ADD COLUMN).",
                         "Run it as the table's owner (or a member of the owning role), or add the columns "
                         "yourself, or pass on_schema_change => 'ignore'.");
     std::vector<std::string> adds;

@@ -23,8 +23,8 @@ OnSchemaChange on_schema_change_of(const std::string& text);
 
 // What a family says of a drifted column, for its messages.
 struct DriftRules {
-    std::string function;             // "idem.merge"
-    std::string written;              // DETAIL: "Every source column is written"
+    std::string function;              // "idem.merge"
+    std::string written;               // DETAIL: "Every source column is written"
     std::optional<std::string> reads;  // a source column the function reads itself (merge's delete flag)
 };
 

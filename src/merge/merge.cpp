@@ -46,9 +46,10 @@ void require_unique_index(const pg::Relation& target, const std::vector<std::str
 }
 
 // The run history's row for a merge (not for a dry run, which writes nothing).
-void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target,
-                  const std::optional<pg::Relation>& source, const pg::QueryResult& counts)
+void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
+                  const pg::QueryResult& counts)
 {
+    const std::optional<pg::Relation>& source = src.relation;
     static const char* const names[] = {"inserted", "updated", "deleted", "unchanged", "stale"};
     RunRecord run;
     run.function = source ? "merge" : "merge_query";
@@ -65,6 +66,7 @@ void record_merge(pg::SpiSession& spi, const RunClock& clock, const pg::Relation
     run.rows_written = written;
     run.changed = written > 0;
     run.action = run.changed ? "merged" : "unchanged";
+    run.params = src.params.history_json;
     record_run(spi, clock, run);
 }
 
@@ -308,13 +310,16 @@ void with_merge_settings(const std::function<void()>& fn)
 
 // The first load's counts: the rows its INSERT processed were inserted or
 // updated; the conflicts were counted as they came (conflict_tally.hpp).
-pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std::uint32_t target_oid)
+pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std::uint32_t target_oid,
+                           const pg::QueryParams& caller)
 {
     reset_conflicts(target_oid);
     const pg::Step step("loading the batch into the empty target");
     std::uint64_t processed = 0;
     with_merge_settings([&] {
-        processed = spi.query(core::build_first_load_sql(spec), {pg::Param::of_oid(target_oid)}, true).processed;
+        processed = spi.query(core::build_first_load_sql(spec),
+                              pg::with_caller_params({pg::Param::of_oid(target_oid)}, caller), true)
+                        .processed;
     });
     const ConflictCounts met = conflicts(target_oid);
     const auto inserted = static_cast<std::int64_t>(processed) - met.differ;
@@ -328,11 +333,12 @@ pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std
 // write (merge_sql.hpp); when the source has a NULL or repeated key, that
 // attempt is rolled back and the whole statement runs, which explains the
 // NULLs and collapses or refuses the repeats.
-pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, const pg::Relation& target)
+pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, const pg::Relation& target,
+                          const pg::QueryParams& caller)
 {
     if (core::first_load_applies(spec) && sql_has(SqlFeature::kConflictTally) && target_is_empty(spi, target)) {
         pg::QueryResult counts;
-        const auto failed = pg::try_in_subtransaction([&] { counts = first_load(spi, spec, target.oid); });
+        const auto failed = pg::try_in_subtransaction([&] { counts = first_load(spi, spec, target.oid, caller); });
         if (!failed)
             return counts;
         const std::string code = pg::error_sqlstate(*failed);
@@ -342,8 +348,10 @@ pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, cons
     reset_conflicts(target.oid);
     const pg::Step step("merging the batch into the target");
     pg::QueryResult counts;
-    with_merge_settings(
-        [&] { counts = spi.query(core::build_merge_sql(spec), {pg::Param::of_oid(target.oid)}, true); });
+    with_merge_settings([&] {
+        counts = spi.query(core::build_merge_sql(spec), pg::with_caller_params({pg::Param::of_oid(target.oid)}, caller),
+                           true);
+    });
     if (spec.count_unchanged) {  // the keys plan counted as it left them out
         auto& unchanged = counts.rows.at(0).at(3);
         unchanged = std::to_string(std::stoll(unchanged.value_or("0")) + conflicts(target.oid).same);
@@ -401,13 +409,16 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
     const std::set<std::string> excluded = check_exclude_columns(options, key);
     const bool locked = settle_merge_source(spi, target, src, options);
 
-    const core::MergeSpec spec = plan_merge(target, src, options, key, citus, excluded);
+    core::MergeSpec spec = plan_merge(target, src, options, key, citus, excluded);
+    // The statement's own $1 is the target: the caller's $n become $(n + 1).
+    if (!src.params.empty())
+        spec.source_sql = pg::shift_params(spec.source_sql, 1);
     if (!options.dry_run && !locked)
         lock_target(spi, target, options);
 
-    const pg::QueryResult counts = run_merge(spi, spec, target);
+    const pg::QueryResult counts = run_merge(spi, spec, target, src.params);
     if (!options.dry_run)
-        record_merge(spi, clock, target, src.relation, counts);
+        record_merge(spi, clock, target, src, counts);
     pg::return_text_rows(out, counts.rows);
     spi.finish();
 }

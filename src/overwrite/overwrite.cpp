@@ -9,6 +9,7 @@
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
 #include "core/sql_text.hpp"
+#include "overwrite/new_partition.hpp"
 #include "overwrite/partitions.hpp"
 #include "overwrite/row_sample.hpp"
 #include "overwrite/swap_losses.hpp"
@@ -35,6 +36,7 @@ namespace sqlstate = pg::sqlstate;
 // target's columns can be evaluated on them.
 struct ConvertedQuery {
     std::string query;               // the caller's, as given
+    pg::QueryParams params;          // its $1, $2, ..., for every statement that embeds it
     std::vector<std::string> casts;  // q.cN as INSERT converts it (core::cast_to_target), one per writable column
     std::vector<std::string> names;  // the writable columns, quoted
     // The query's column types ("type:typmod;" each), when every cast is
@@ -53,13 +55,15 @@ struct ConvertedQuery {
 
 // preimage: whether to work out preimage_shape (only overwrite_partition keeps
 // a record).
-ConvertedQuery convert_query(const pg::Relation& target, const std::string& query, bool preimage)
+ConvertedQuery convert_query(const pg::Relation& target, const std::string& query, const pg::QueryParams& params,
+                             bool preimage)
 {
     std::vector<pg::Column> writable;
     for (const auto& c : target.columns)
         if (c.generated == '\0')
             writable.push_back(c);
-    const auto cols = pg::describe_query(query);
+    pg::require_bound(query, params, "the query");
+    const auto cols = pg::describe_query(query, params.values);
     if (cols.size() != writable.size())
         throw UserError(
             sqlstate::kDatatypeMismatch,
@@ -69,6 +73,7 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
             "Select one column per column of the target that can be written, in its order.");
     ConvertedQuery converted;
     converted.query = query;
+    converted.params = params;
     bool immutable = true;
     for (std::size_t i = 0; i < cols.size(); ++i) {
         if (!pg::can_assign(cols[i].type_oid, writable[i].type_oid))
@@ -89,11 +94,6 @@ ConvertedQuery convert_query(const pg::Relation& target, const std::string& quer
     if (!immutable || cols.empty())
         converted.preimage_shape.clear();
     return converted;
-}
-
-std::string converted_rows(const pg::Relation& target, const std::string& query)
-{
-    return convert_query(target, query, false).rows();
 }
 
 // SELECT <the non-generated columns, in the target's order> FROM rel: the
@@ -117,14 +117,16 @@ std::string insert_columns(const pg::Relation& target)
 }
 
 // The v1 digest text of the rows of sql, a SELECT shaped like the target's
-// writable columns (converted_rows, stored_rows).
-std::string rows_digest(pg::SpiSession& spi, const pg::Relation& shape, const std::string& sql)
+// writable columns (ConvertedQuery::rows, stored_rows); params: the
+// caller's, when sql embeds the caller's SQL.
+std::string rows_digest(pg::SpiSession& spi, const pg::Relation& shape, const std::string& sql,
+                        const pg::Params& params = {})
 {
     std::size_t columns = 0;
     for (const auto& c : shape.columns)
         if (c.generated == '\0')
             ++columns;
-    return pg::digest_select_text(spi, sql, columns, sql_has(SqlFeature::kDigestAggregate));
+    return pg::digest_select_text(spi, sql, columns, sql_has(SqlFeature::kDigestAggregate), params);
 }
 
 // The digest of the query's rows as the target would store them (compared
@@ -140,7 +142,7 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
 {
     IncomingRows in;
     if (converted.preimage_shape.empty()) {
-        in.cast = rows_digest(spi, shape, converted.rows());
+        in.cast = rows_digest(spi, shape, converted.rows(), converted.params.values);
         return in;
     }
     if (records_query_samples()) {
@@ -148,7 +150,8 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
         // workers: "<digest> <sample>" of the query's rows, and the digest of
         // their casts.
         auto r =
-            spi.query(core::sampled_digest_and_digest_sql(converted.query, converted.casts.size(), converted.casts));
+            spi.query(core::sampled_digest_and_digest_sql(converted.query, converted.casts.size(), converted.casts),
+                      converted.params.values);
         const std::string sampled = r.rows.at(0).at(0).value_or("");
         const std::size_t space = sampled.find(' ');
         in.preimage = QueryPreimage{converted.preimage_shape, sampled.substr(0, space),
@@ -167,8 +170,9 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
     targets.digest = &raw;
     targets.split = static_cast<int>(converted.casts.size());
     targets.second = &cast;
-    pg::digest_statement_rows_into(
-        spi, core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts), targets);
+    pg::digest_statement_rows_into(spi,
+                                   core::columns_beside_sql(converted.query, converted.casts.size(), converted.casts),
+                                   targets, converted.params.values);
     in.preimage = QueryPreimage{converted.preimage_shape, raw.text(), ""};
     in.cast = cast.text();
     return in;
@@ -193,7 +197,8 @@ bool returns_preimage(pg::SpiSession& spi, const ConvertedQuery& converted, cons
     targets.check = sample ? &*sample : nullptr;
     targets.max_rows = core::digest_text_count(preimage.digest);
     targets.stopped = &stopped;
-    pg::digest_statement_rows_into(spi, core::columns_beside_sql(converted.query, converted.casts.size()), targets);
+    pg::digest_statement_rows_into(spi, core::columns_beside_sql(converted.query, converted.casts.size()), targets,
+                                   converted.params.values);
     return !stopped && digest.text() == preimage.digest;
 }
 
@@ -224,17 +229,20 @@ bool referenced_by_foreign_keys(pg::SpiSession& spi, std::uint32_t rel)
 // rolled back and the replacement done again as one statement.
 struct QueryChangedUnderfoot {};
 
-std::int64_t count_of(pg::SpiSession& spi, const std::string& sql)
+std::int64_t count_of(pg::SpiSession& spi, const std::string& sql, const pg::Params& params)
 {
-    auto r = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + sql + ") AS c");
+    auto r = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + sql + ") AS c", params);
     return std::stoll(r.rows.at(0).at(0).value_or("0"));
 }
 
-Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, const std::string& key_column,
-                            const std::string& key_cast, const Param& key_param)
+// The partition whose bound holds the value, if one does; default_takes_it
+// says whether the DEFAULT partition would.
+std::optional<Partition> partition_holding(pg::SpiSession& spi, const pg::Relation& parent,
+                                           const std::string& key_column, const std::string& key_cast,
+                                           const Param& key_param, bool& default_takes_it)
 {
     std::optional<Partition> found;
-    bool default_takes_it = false;
+    default_takes_it = false;
     for (auto& p : partitions_of(spi, parent.oid)) {
         auto hit = spi.query("SELECT EXISTS (SELECT FROM (SELECT " + key_cast + " AS " + pg::quote_ident(key_column) +
                                  ") AS k WHERE " + p.constraint + ")::pg_catalog.text",
@@ -246,15 +254,7 @@ Partition partition_holding(pg::SpiSession& spi, const pg::Relation& parent, con
         else
             found = std::move(p);
     }
-    if (found)
-        return std::move(*found);
-    auto shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param});
-    throw UserError(
-        sqlstate::kCheckViolation,
-        "no partition of \"" + parent.display + "\" holds " + key_column + " = " +
-            shown.rows.at(0).at(0).value_or("NULL") +
-            (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
-        {}, "Create the partition first: CREATE TABLE ... PARTITION OF " + parent.qualified + " FOR VALUES ...");
+    return found;
 }
 
 // What an INSERT ... RETURNING stored: the digest of its rows and, when it
@@ -264,7 +264,7 @@ struct Inserted {
     std::optional<RowStamp> stamp;
 };
 
-Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, bool with_stamp)
+Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, const pg::Params& params, bool with_stamp)
 {
     const auto hasher = std::make_unique<core::RowHasher>();
     Inserted out;
@@ -278,7 +278,7 @@ Inserted digest_inserted(pg::SpiSession& spi, const std::string& insert, bool wi
         targets.first_row_tail = tail;
         targets.got_first_row = &got;
     }
-    pg::digest_statement_rows_into(spi, insert, targets);
+    pg::digest_statement_rows_into(spi, insert, targets, params);
     if (got)
         out.stamp = RowStamp{tail[0], tail[1]};
     return out;
@@ -314,8 +314,10 @@ std::optional<pg::PgError> delete_then_insert(bool two_statements_allowed, const
 // RETURNING digest is of the rows as stored (after any BEFORE trigger),
 // which the record of the partition keeps for the next rerun.
 std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
-                               const std::string& rows, const IncomingRows& in)
+                               const ConvertedQuery& converted, const IncomingRows& in)
 {
+    const std::string rows = converted.rows();
+    const pg::Params& params = converted.params.values;
     const std::string& expected = in.cast;
     const std::string insert = "INSERT INTO " + part.rel.qualified + " (" + insert_columns(parent) + ") ";
     // The rows' stamp comes back with them, for the record: reading it from
@@ -327,7 +329,7 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
         !referenced_by_foreign_keys(spi, part.rel.oid),
         [&] {
             spi.execute("DELETE FROM " + part.rel.qualified);
-            written = digest_inserted(spi, insert + rows + returning, with_stamp);
+            written = digest_inserted(spi, insert + rows + returning, params, with_stamp);
             if (written.digest.text() != expected)
                 throw QueryChangedUnderfoot{};
         },
@@ -338,12 +340,12 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
                                           ") AS r WHERE (SELECT pg_catalog.count(*)"
                                           " FROM idem_deleted) OPERATOR(pg_catalog.>=) 0" +
                                           returning,
-                                      with_stamp);
+                                      params, with_stamp);
         });
     if (failed) {
         if (pg::error_sqlstate(*failed) != sqlstate::kCheckViolation)
             throw *failed;
-        throw_rows_outside(spi, part, rows, "the query", *failed);
+        throw_rows_outside(spi, part, rows, params, "the query", *failed);
     }
     record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.digest.text(),
                         preimage_of(written.digest.text(), in), written.stamp);
@@ -354,7 +356,7 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
 // NULLs, defaults, generated columns, storage, tablespace, persistence),
 // loaded with the rows, then swapped in. Indexes are built after the load.
 std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
-                            const std::string& rows, const IncomingRows& in, bool keep_old,
+                            const ConvertedQuery& converted, const IncomingRows& in, bool keep_old,
                             const std::optional<std::string>& lock_timeout, bool accept_losses)
 {
     refuse_swap_losses(spi, part, accept_losses);
@@ -370,8 +372,10 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
                 " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
                 ts.rows.at(0).at(0).value_or(""));
     const core::MultisetDigest written =
-        pg::digest_statement_rows(spi, "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + rows +
-                                           " RETURNING " + insert_columns(parent));
+        pg::digest_statement_rows(spi,
+                                  "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + converted.rows() +
+                                      " RETURNING " + insert_columns(parent),
+                                  converted.params.values);
     auto oid = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(staging)});
     const auto staging_oid = static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0")));
     swap_into(spi, part, staging_oid, keep_old, lock_timeout, "the query");
@@ -391,6 +395,16 @@ void finish_run(const pg::ResultSet& out, pg::SpiSession& spi, const RunClock& c
     spi.finish();
 }
 
+// How many rows differed between the unit before and after a write that
+// compared only their digests: known when one side is empty (every row of
+// the other), else NULL.
+std::optional<std::string> differing_when_known(std::int64_t before, std::int64_t after)
+{
+    if (before == 0 || after == 0)
+        return std::to_string(before + after);
+    return std::nullopt;
+}
+
 pg::Relation describe_table(std::uint32_t oid)
 {
     pg::Relation target = pg::describe_relation(oid);
@@ -401,11 +415,12 @@ pg::Relation describe_table(std::uint32_t oid)
 }
 
 // Every new row must belong to the unit it replaces.
-void require_rows_in_unit(pg::SpiSession& spi, const pg::Relation& target, const std::string& rows,
+void require_rows_in_unit(pg::SpiSession& spi, const pg::Relation& target, const ConvertedQuery& converted,
                           const std::string& predicate)
 {
-    const std::string rows_named = "SELECT * FROM (" + rows + ") AS " + pg::quote_ident(target.name);
-    const std::int64_t outside = count_of(spi, rows_named + " WHERE NOT COALESCE((" + predicate + "\n), false)");
+    const std::string rows_named = "SELECT * FROM (" + converted.rows() + ") AS " + pg::quote_ident(target.name);
+    const std::int64_t outside =
+        count_of(spi, rows_named + " WHERE NOT COALESCE((" + predicate + "\n), false)", converted.params.values);
     if (outside > 0)
         throw UserError(
             sqlstate::kCheckViolation,
@@ -416,9 +431,11 @@ void require_rows_in_unit(pg::SpiSession& spi, const pg::Relation& target, const
 
 // replace_where's write (delete_then_insert): how many rows went and came.
 std::pair<std::int64_t, std::int64_t> replace_unit(pg::SpiSession& spi, const pg::Relation& target,
-                                                   const std::string& predicate, const std::string& rows,
+                                                   const std::string& predicate, const ConvertedQuery& converted,
                                                    const std::string& incoming)
 {
+    const std::string rows = converted.rows();
+    const pg::Params& params = converted.params.values;
     const std::string where = " WHERE (" + predicate + "\n)";
     const std::string insert = "INSERT INTO " + target.qualified + " (" + insert_columns(target) + ") " + rows;
     std::int64_t deleted = 0;
@@ -426,9 +443,9 @@ std::pair<std::int64_t, std::int64_t> replace_unit(pg::SpiSession& spi, const pg
     const auto failed = delete_then_insert(
         !referenced_by_foreign_keys(spi, target.oid),
         [&] {
-            deleted = static_cast<std::int64_t>(spi.execute("DELETE FROM " + target.qualified + where));
+            deleted = static_cast<std::int64_t>(spi.execute("DELETE FROM " + target.qualified + where, params));
             const core::MultisetDigest written =
-                pg::digest_statement_rows(spi, insert + " RETURNING " + insert_columns(target));
+                pg::digest_statement_rows(spi, insert + " RETURNING " + insert_columns(target), params);
             if (written.text() != incoming)
                 throw QueryChangedUnderfoot{};
             inserted = static_cast<std::int64_t>(written.count());
@@ -436,9 +453,10 @@ std::pair<std::int64_t, std::int64_t> replace_unit(pg::SpiSession& spi, const pg
         [&] {
             const pg::QueryResult both =
                 spi.query("WITH idem_deleted AS (DELETE FROM " + target.qualified + where +
-                          " RETURNING 1), idem_inserted AS (" + insert +
-                          " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted), (SELECT"
-                          " pg_catalog.count(*) FROM idem_inserted)");
+                              " RETURNING 1), idem_inserted AS (" + insert +
+                              " RETURNING 1) SELECT (SELECT pg_catalog.count(*) FROM idem_deleted), (SELECT"
+                              " pg_catalog.count(*) FROM idem_inserted)",
+                          params);
             deleted = std::stoll(both.rows.at(0).at(0).value_or("0"));
             inserted = std::stoll(both.rows.at(0).at(1).value_or("0"));
         });
@@ -490,16 +508,16 @@ Param key_value_param(const PartitionKey& key, const pg::TypedValue& value,
     return Param::of_value(value);
 }
 
-// The partition whose bound holds the value. A concurrent swap that commits
-// while we read drops the partition we are looking at (42P01): look again,
-// with a snapshot that sees the new one.
-Partition find_partition(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
-                         const Param& key_param)
+// The partition whose bound holds the value, if any. A concurrent swap that
+// commits while we read drops the partition we are looking at (42P01): look
+// again, with a snapshot that sees the new one.
+std::optional<Partition> look_for_partition(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
+                                            const Param& key_param, bool& default_takes_it)
 {
     const std::string key_cast = "$1::" + pg::type_qualified(key.type);
     for (int attempt = 1;; ++attempt) {
         try {
-            return partition_holding(spi, parent, key.column, key_cast, key_param);
+            return partition_holding(spi, parent, key.column, key_cast, key_param, default_takes_it);
         } catch (const UserError& e) {
             if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
                 throw;
@@ -507,14 +525,64 @@ Partition find_partition(pg::SpiSession& spi, const pg::Relation& parent, const 
     }
 }
 
+// 23514: no partition holds the value; the HINT gives the statement that
+// would create the one it needs (new_partition.hpp), when one can be worked
+// out.
+UserError no_partition(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key, const Param& key_param,
+                       bool default_takes_it, const std::string& why_not_created)
+{
+    auto shown = spi.query("SELECT $1::" + pg::type_qualified(key.type) + "::pg_catalog.text", {key_param});
+    const PartitionProposal proposal = propose_partition(spi, parent, key.type, key_param);
+    const std::string first = "Create the partition first, with CREATE TABLE ... PARTITION OF " + parent.qualified;
+    const std::string hint =
+        proposal.partition ? "Create it: " + proposal.partition->create_sql + "; or pass create_partition => true."
+        : why_not_created.empty() ? first + " (create_partition cannot: " + proposal.why_not + ")."
+                                  : first + ".";
+    return UserError(sqlstate::kCheckViolation,
+                     "no partition of \"" + parent.display + "\" holds " + key.column + " = " +
+                         shown.rows.at(0).at(0).value_or("NULL") +
+                         (default_takes_it ? " (only the DEFAULT partition would take it)" : ""),
+                     why_not_created, hint);
+}
+
+// The partition whose bound holds the value; with create, one made for it
+// when none does (after the creators' lock, looking again: another job may
+// have made it meanwhile).
+Partition find_partition(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
+                         const Param& key_param, bool create, const std::optional<std::string>& lock_timeout,
+                         bool& created)
+{
+    bool default_takes_it = false;
+    if (auto found = look_for_partition(spi, parent, key, key_param, default_takes_it))
+        return std::move(*found);
+    if (!create)
+        throw no_partition(spi, parent, key, key_param, default_takes_it, {});
+    lock_partition_creation(spi, parent.oid, lock_timeout, "\"" + parent.display + "\"");
+    if (auto found = look_for_partition(spi, parent, key, key_param, default_takes_it))
+        return std::move(*found);
+    const PartitionProposal proposal = propose_partition(spi, parent, key.type, key_param);
+    if (!proposal.partition)
+        throw no_partition(spi, parent, key, key_param, default_takes_it,
+                           "create_partition cannot make one: " + proposal.why_not + ".");
+    create_partition(spi, parent, key.column, key.type, *proposal.partition);
+    created = true;
+    if (auto found = look_for_partition(spi, parent, key, key_param, default_takes_it))
+        return std::move(*found);
+    throw UserError(sqlstate::kInternalError, "the partition just created does not hold the value",
+                    proposal.partition->create_sql,
+                    "A bug in pg_idempotent: report it with the statement that raised it.");
+}
+
 // The partition, found again once its own lock is held, because a
 // concurrent swap may have replaced it meanwhile.
 Partition lock_partition_to_overwrite(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
-                                      const Param& key_param, const std::optional<std::string>& lock_timeout)
+                                      const Param& key_param, const OverwriteOptions& options, bool& created)
 {
-    const Partition found = find_partition(spi, parent, key, key_param);
-    lock_partition_unit(spi, found, lock_timeout, "partition \"" + found.rel.display + "\"");
-    Partition part = find_partition(spi, parent, key, key_param);
+    const Partition found =
+        find_partition(spi, parent, key, key_param, options.create_partition, options.lock_timeout, created);
+    lock_partition_unit(spi, found, options.lock_timeout, "partition \"" + found.rel.display + "\"");
+    bool again = false;
+    Partition part = find_partition(spi, parent, key, key_param, false, options.lock_timeout, again);
     if (part.partitioned)
         throw UserError(sqlstate::kFeatureNotSupported, "partition \"" + part.rel.display + "\" is itself partitioned",
                         {}, "Overwrite its own partitions.");
@@ -568,11 +636,14 @@ std::optional<std::string> unchanged_digest(pg::SpiSession& spi, const pg::Relat
 }  // namespace
 
 void replace_where(const pg::ResultSet& out, std::uint32_t target_oid, const std::string& predicate,
-                   const std::string& query, const std::optional<std::string>& lock_timeout)
+                   const std::string& query, const std::optional<std::string>& lock_timeout,
+                   const pg::QueryParams& params)
 {
     if (predicate.find_first_not_of(" \t\r\n") == std::string::npos)
         throw UserError(sqlstate::kInvalidParameterValue, "predicate must not be empty", {},
                         "Pass the condition that selects the unit of work, e.g. day = '2024-07-07'.");
+    pg::require_bound(predicate, params, "the predicate");
+    pg::require_bound(query, params, "the query");
     const RunClock clock;
     pg::SpiSession spi;
     const pg::Relation target = describe_table(target_oid);
@@ -585,74 +656,87 @@ void replace_where(const pg::ResultSet& out, std::uint32_t target_oid, const std
     // the first one's rows and finds nothing to change.
     lock_table_unit(spi, target_oid, lock_timeout, "\"" + target.display + "\"");
 
-    const std::string rows = converted_rows(target, query);
-    require_rows_in_unit(spi, target, rows, predicate);
+    const ConvertedQuery converted = convert_query(target, query, params, false);
+    require_rows_in_unit(spi, target, converted, predicate);
     RunRecord run;
     run.function = "replace_where";
     run.target = target.display;
     run.unit = predicate;
+    run.params = params.history_json;
     // The same rows (as stored) already there: write nothing at all.
-    const std::string incoming = rows_digest(spi, target, rows);
+    const std::string incoming = rows_digest(spi, target, converted.rows(), params.values);
     const std::string unit = stored_rows(target, target.qualified) + " WHERE (" + predicate + "\n)";
-    if (rows_digest(spi, target, unit) == incoming) {
+    if (rows_digest(spi, target, unit, params.values) == incoming) {
+        const std::string n = std::to_string(core::digest_text_count(incoming));
         run.action = "skipped";
         run.counts = {{"deleted", 0}, {"inserted", 0}};
         run.rows_written = 0;
-        finish_run(out, spi, clock, run, {std::string("0"), std::string("0")});
+        finish_run(out, spi, clock, run, {std::string("0"), std::string("0"), run.action, n, n, std::string("0")});
         return;
     }
-    const auto [deleted, inserted] = replace_unit(spi, target, predicate, rows, incoming);
+    const auto [deleted, inserted] = replace_unit(spi, target, predicate, converted, incoming);
     run.action = "replaced";
     run.counts = {{"deleted", deleted}, {"inserted", inserted}};
     run.rows_written = deleted + inserted;
     run.changed = true;
-    finish_run(out, spi, clock, run, {std::to_string(deleted), std::to_string(inserted)});
+    finish_run(out, spi, clock, run,
+               {std::to_string(deleted), std::to_string(inserted), run.action, std::to_string(deleted),
+                std::to_string(inserted), differing_when_known(deleted, inserted)});
 }
 
 void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, const pg::TypedValue& value,
                          const std::optional<std::string>& value_text, const std::string& query,
-                         const std::string& mode, bool keep_old, const std::optional<std::string>& lock_timeout,
-                         bool accept_losses)
+                         const OverwriteOptions& options)
 {
-    if (mode != "rewrite" && mode != "swap")
-        throw UserError(sqlstate::kInvalidParameterValue, "mode must be 'rewrite' or 'swap', not '" + mode + "'", {},
+    if (options.mode != "rewrite" && options.mode != "swap")
+        throw UserError(sqlstate::kInvalidParameterValue,
+                        "mode must be 'rewrite' or 'swap', not '" + options.mode + "'", {},
                         "Pass mode => 'rewrite' (in place) or mode => 'swap' (a new table swapped in).");
-    const bool swap = mode == "swap";
+    const bool swap = options.mode == "swap";
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation parent = lock_parent_to_overwrite(spi, parent_oid, swap, lock_timeout);
+    const pg::Relation parent = lock_parent_to_overwrite(spi, parent_oid, swap, options.lock_timeout);
     const PartitionKey key = partition_key(spi, parent);
     const Param key_param = key_value_param(key, value, value_text);
-    const Partition part = lock_partition_to_overwrite(spi, parent, key, key_param, lock_timeout);
+    bool created = false;
+    const Partition part = lock_partition_to_overwrite(spi, parent, key, key_param, options, created);
 
     RunRecord run;
     run.function = "overwrite_partition";
     run.target = parent.display;
     run.unit = part.rel.display;
+    run.params = options.params.history_json;
+    if (created) {  // a change, whatever the rows
+        run.counts.emplace_back("partition_created", 1);
+        run.changed = true;
+    }
     // The same rows already there: nothing is written at all (no staging
     // table, no lock on the parent).
-    const ConvertedQuery converted = convert_query(parent, query, true);
+    const ConvertedQuery converted = convert_query(parent, query, options.params, true);
     std::string now;
     std::optional<IncomingRows> incoming;
     if (const auto same = unchanged_digest(spi, parent, part, converted, now, incoming)) {
-        const auto unchanged = static_cast<std::int64_t>(core::digest_text_count(*same));
+        const std::string n = std::to_string(core::digest_text_count(*same));
         run.action = "skipped";
-        run.counts = {{"unchanged", unchanged}};
+        run.counts.emplace_back("unchanged", std::stoll(n));
         run.rows_written = 0;
-        finish_run(out, spi, clock, run, {std::string("skipped"), std::to_string(unchanged)});
+        finish_run(out, spi, clock, run, {run.action, n, n, n, std::string("0")});
         return;
     }
-    const std::string rows = converted.rows();
-    const auto written = static_cast<std::int64_t>(
-        swap ? load_and_swap(spi, parent, part, rows, *incoming, keep_old, lock_timeout, accept_losses)
-             : rewrite_in_place(spi, parent, part, rows, *incoming));
+    const auto written =
+        static_cast<std::int64_t>(swap ? load_and_swap(spi, parent, part, converted, *incoming, options.keep_old,
+                                                       options.lock_timeout, options.accept_losses)
+                                       : rewrite_in_place(spi, parent, part, converted, *incoming));
     // The old rows went with them (deleted in place, or with the old table).
     const auto replaced = static_cast<std::int64_t>(core::digest_text_count(now));
     run.action = swap ? "swapped" : "rewritten";
-    run.counts = {{"replaced", replaced}, {"inserted", written}};
+    run.counts.emplace_back("replaced", replaced);
+    run.counts.emplace_back("inserted", written);
     run.rows_written = replaced + written;
     run.changed = true;
-    finish_run(out, spi, clock, run, {run.action, std::to_string(written)});
+    finish_run(out, spi, clock, run,
+               {run.action, std::to_string(written), std::to_string(replaced), std::to_string(written),
+                differing_when_known(replaced, written)});
 }
 
 }  // namespace pg_idempotent

@@ -108,11 +108,20 @@ void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
     lock_unit(spi, pg::UnitLockSpace::kPartition, partition.rel.oid, pg::UnitLockMode::kExclusive, lock_timeout, what);
 }
 
-void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
+void lock_partition_creation(pg::SpiSession& spi, std::uint32_t parent, const std::optional<std::string>& lock_timeout,
+                             const std::string& what)
+{
+    with_lock_budget(spi, lock_timeout, what + " is getting a new partition from another transaction", [&] {
+        pg::lock_unit(pg::UnitLockSpace::kPartitionCreation, parent, pg::UnitLockMode::kExclusive);
+    });
+}
+
+void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows, const pg::Params& params,
                         const std::string& rows_are, const pg::PgError& cause)
 {
-    auto n = spi.query("SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + rows + ") AS k WHERE (" +
-                       part.constraint + ") IS FALSE");
+    auto n = spi.query(
+        "SELECT pg_catalog.count(*)::pg_catalog.text FROM (" + rows + ") AS k WHERE (" + part.constraint + ") IS FALSE",
+        params);
     const std::string outside = n.rows.at(0).at(0).value_or("0");
     if (outside == "0")
         throw cause;

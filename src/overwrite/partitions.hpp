@@ -59,6 +59,12 @@ void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool
 // rewrite that waited for the swap finds the new partition before it locks.
 void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
                          const std::optional<std::string>& lock_timeout, const std::string& what);
+// Creators of a parent's partitions take turns (create_partition): each
+// looks again for the partition once it holds this lock. Taken only when a
+// partition is missing, after the partitioned table's lock, before the
+// parent is locked for the creation.
+void lock_partition_creation(pg::SpiSession& spi, std::uint32_t parent, const std::optional<std::string>& lock_timeout,
+                             const std::string& what);
 
 // Runs fn with every lock wait bounded by lock_timeout (when given); a wait
 // that times out becomes 55P03 with this message, the server's own message
@@ -72,6 +78,6 @@ void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& loc
 // outside, with the bound. When none does, the failure was another check's,
 // and `cause` is raised as it was.
 [[noreturn]] void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
-                                     const std::string& rows_are, const pg::PgError& cause);
+                                     const pg::Params& params, const std::string& rows_are, const pg::PgError& cause);
 
 }  // namespace pg_idempotent

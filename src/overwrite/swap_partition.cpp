@@ -230,7 +230,7 @@ bool add_bound_check(pg::SpiSession& spi, const Partition& part, const pg::Relat
         return true;
     if (pg::error_sqlstate(*failed) != sqlstate::kCheckViolation)
         throw *failed;
-    throw_rows_outside(spi, part, "SELECT * FROM " + staging.qualified, rows_are, *failed);
+    throw_rows_outside(spi, part, "SELECT * FROM " + staging.qualified, {}, rows_are, *failed);
 }
 
 // The parent's CHECK constraints (ATTACH requires them, by name).

@@ -7,6 +7,7 @@
 #include "pg_native/row_digest_receiver.hpp"
 
 extern "C" {
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 }
@@ -217,6 +218,183 @@ Datum uuid_result(const core::Digest128& d)
     auto* u = pg_call([]() noexcept { return static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t))); });
     core::to_bytes(d, u->data);
     return UUIDPGetDatum(u);
+}
+
+}  // namespace pg_idempotent::pg
+
+namespace pg_idempotent::pg {
+
+namespace {
+
+// The arguments of idem.params: each call argument, or each element of the
+// one array of a call that passed VARIADIC ARRAY[...].
+std::vector<TypedValue> variadic_values(FunctionCallInfo fcinfo)
+{
+    std::vector<TypedValue> out;
+    const bool spread = pg_call([&]() noexcept { return get_fn_expr_variadic(fcinfo->flinfo); });
+    if (spread) {
+        if (PG_ARGISNULL(0))
+            throw UserError(sqlstate::kNullValueNotAllowed, "the VARIADIC array of idem.params must not be NULL", {},
+                            "Pass the values themselves, idem.params(v1, v2, ...).");
+        const Oid element =
+            pg_call([&]() noexcept { return get_element_type(get_fn_expr_argtype(fcinfo->flinfo, 0)); });
+        Datum* values = nullptr;
+        bool* nulls = nullptr;
+        int count = 0;
+        pg_call([&]() noexcept {
+            int16 len = 0;
+            bool byval = false;
+            char align = 'i';
+            get_typlenbyvalalign(element, &len, &byval, &align);
+            deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), element, len, byval, align, &values, &nulls, &count);
+        });
+        for (int i = 0; i < count; ++i)
+            out.push_back(TypedValue{static_cast<std::uintptr_t>(values[i]), element, nulls[i]});
+        return out;
+    }
+    for (int i = 0; i < PG_NARGS(); ++i) {
+        TypedValue v{0, pg_call([&]() noexcept { return get_fn_expr_argtype(fcinfo->flinfo, i); }), PG_ARGISNULL(i)};
+        if (v.type == UNKNOWNOID) {  // an untyped literal: its text
+            v.type = TEXTOID;
+            if (!v.is_null)
+                v.datum = pg_call([&]() noexcept {
+                    return static_cast<std::uintptr_t>(CStringGetTextDatum(DatumGetCString(PG_GETARG_DATUM(i))));
+                });
+        } else if (!v.is_null) {
+            v.datum = static_cast<std::uintptr_t>(PG_GETARG_DATUM(i));
+        }
+        if (v.type == InvalidOid)
+            throw UserError(sqlstate::kDatatypeMismatch,
+                            "could not determine the type of argument " + std::to_string(i + 1) + " of idem.params", {},
+                            "Cast the value to a type, for example '2024-07-07'::date.");
+        out.push_back(v);
+    }
+    return out;
+}
+
+// A type whose values idem.params can carry: one with an input function,
+// not a pseudo-type (record, anyelement, cstring ...).
+void require_bindable_type(Oid type)
+{
+    const char kind = pg_call([&]() noexcept { return get_typtype(type); });
+    if (kind == TYPTYPE_PSEUDO || kind == '\0')
+        throw UserError(sqlstate::kInvalidParameterValue,
+                        "idem.params cannot carry a value of type " + type_display(type), {},
+                        "Cast the value to a type with an input function: text, a number, a date, a row type.");
+}
+
+std::string history_json(const std::vector<TypedValue>& types, const std::vector<std::optional<std::string>>& texts)
+{
+    const char* json = pg_call([&]() noexcept {
+        StringInfoData buf;
+        initStringInfo(&buf);
+        appendStringInfoChar(&buf, '[');
+        const std::size_t shown = texts.size() < 20 ? texts.size() : 20;
+        for (std::size_t i = 0; i < shown; ++i) {
+            appendStringInfoString(&buf, i == 0 ? "{\"type\": " : ", {\"type\": ");
+            escape_json(&buf, format_type_be(types[i].type));
+            appendStringInfoString(&buf, ", \"value\": ");
+            if (!texts[i]) {
+                appendStringInfoString(&buf, "null");
+            } else {
+                const char* v = texts[i]->c_str();
+                const int len = static_cast<int>(texts[i]->size());
+                const int cut = pg_mbcharcliplen(v, len, 200);
+                char* clipped = pnstrdup(v, cut);
+                escape_json(&buf, cut < len ? psprintf("%s...", clipped) : clipped);
+            }
+            appendStringInfoChar(&buf, '}');
+        }
+        if (texts.size() > shown)
+            appendStringInfo(&buf, ", {\"more\": %d}", static_cast<int>(texts.size() - shown));
+        appendStringInfoChar(&buf, ']');
+        return buf.data;
+    });
+    return json;
+}
+
+}  // namespace
+
+QueryParams arg_query_params(FunctionCallInfo fcinfo, int n)
+{
+    QueryParams out;
+    if (PG_NARGS() <= n || PG_ARGISNULL(n))
+        return out;
+    Datum* types = nullptr;
+    Datum* texts = nullptr;
+    bool* type_nulls = nullptr;
+    bool* text_nulls = nullptr;
+    int type_count = 0;
+    int text_count = 0;
+    pg_call([&]() noexcept {
+        HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(n);
+        bool null_types = false;
+        bool null_texts = false;
+        const Datum t = GetAttributeByNum(row, 1, &null_types);
+        const Datum v = GetAttributeByNum(row, 2, &null_texts);
+        if (!null_types)
+            deconstruct_array(DatumGetArrayTypeP(t), REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT, &types, &type_nulls,
+                              &type_count);
+        if (!null_texts)
+            deconstruct_array(DatumGetArrayTypeP(v), TEXTOID, -1, false, TYPALIGN_INT, &texts, &text_nulls,
+                              &text_count);
+    });
+    if (type_count != text_count)
+        throw UserError(
+            sqlstate::kInvalidParameterValue,
+            "params has " + std::to_string(type_count) + " types and " + std::to_string(text_count) + " values", {},
+            "Make params with idem.params(v1, v2, ...).");
+    std::vector<TypedValue> kinds;
+    std::vector<std::optional<std::string>> shown;
+    for (int i = 0; i < type_count; ++i) {
+        if (type_nulls[i])
+            throw UserError(sqlstate::kNullValueNotAllowed, "params has a NULL type", {},
+                            "Make params with idem.params(v1, v2, ...).");
+        const Oid type = DatumGetObjectId(types[i]);
+        require_bindable_type(type);
+        std::optional<std::string> canonical;
+        if (!text_nulls[i])
+            canonical = std::string(pg_call([&]() noexcept { return TextDatumGetCString(texts[i]); }));
+        TypedValue value = canonical ? parse_canonical(*canonical, type) : TypedValue{0, type, true};
+        out.values.push_back(Param::of_value(value));
+        kinds.push_back(value);
+        shown.push_back(canonical);
+    }
+    out.history_json = history_json(kinds, shown);
+    return out;
+}
+
+Datum query_params_result(FunctionCallInfo fcinfo)
+{
+    const std::vector<TypedValue> values = variadic_values(fcinfo);
+    const int n = static_cast<int>(values.size());
+    Datum* types = pg_call([&]() noexcept { return static_cast<Datum*>(palloc(sizeof(Datum) * (n > 0 ? n : 1))); });
+    Datum* texts = pg_call([&]() noexcept { return static_cast<Datum*>(palloc(sizeof(Datum) * (n > 0 ? n : 1))); });
+    bool* nulls = pg_call([&]() noexcept { return static_cast<bool*>(palloc(sizeof(bool) * (n > 0 ? n : 1))); });
+    for (int i = 0; i < n; ++i) {
+        const TypedValue& v = values[static_cast<std::size_t>(i)];
+        require_bindable_type(v.type);
+        types[i] = ObjectIdGetDatum(v.type);
+        nulls[i] = v.is_null;
+        texts[i] = 0;
+        if (!v.is_null) {
+            const std::string canonical = canonical_text(v);
+            texts[i] = pg_call([&]() noexcept { return CStringGetTextDatum(canonical.c_str()); });
+        }
+    }
+    return pg_call([&]() noexcept {
+        TupleDesc desc = nullptr;
+        if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+            elog(ERROR, "idem.params must return a composite type");
+        desc = BlessTupleDesc(desc);
+        int dims[1] = {n};
+        int lbs[1] = {1};
+        Datum fields[2] = {
+            PointerGetDatum(construct_array(types, n, REGTYPEOID, sizeof(Oid), true, TYPALIGN_INT)),
+            PointerGetDatum(construct_md_array(texts, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT))};
+        bool field_nulls[2] = {false, false};
+        return HeapTupleGetDatum(heap_form_tuple(desc, fields, field_nulls));
+    });
 }
 
 }  // namespace pg_idempotent::pg

@@ -10,6 +10,7 @@
 
 #include "core/digest.hpp"
 #include "pg/postgres.hpp"
+#include "pg/query_params.hpp"
 #include "pg/values.hpp"
 
 namespace pg_idempotent::pg {
@@ -35,6 +36,17 @@ core::Digest128 arg_record_digest(FunctionCallInfo fcinfo, int n);
 
 // An anyelement argument with its actual type (NULL keeps the type).
 TypedValue arg_value(FunctionCallInfo fcinfo, int n);
+
+// An idem.query_params argument (made by idem.params(...)): the values to
+// bind to $1, $2, ..., each read back from its canonical text by its type's
+// input function, as the caller. Empty when NULL or when the call has fewer
+// than n + 1 arguments (an older SQL declaration of the function).
+QueryParams arg_query_params(FunctionCallInfo fcinfo, int n);
+
+// idem.params(VARIADIC "any"): the arguments' types and canonical texts
+// (values.hpp) as an idem.query_params, so that the value reads back the
+// same in any session. An untyped literal is text.
+Datum query_params_result(FunctionCallInfo fcinfo);
 
 Datum text_result(const std::string& s);
 Datum jsonb_result(const std::string& json_text);

@@ -4,6 +4,7 @@
 
 #include "pg/guard.hpp"
 #include "pg/spi.hpp"
+#include "pg/spi_args.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -301,20 +302,21 @@ std::vector<UniqueIndex> unique_indexes(std::uint32_t relation)
     return out;
 }
 
-std::vector<Column> describe_query(const std::string& sql)
+std::vector<Column> describe_query(const std::string& sql, const Params& params)
 {
     // Planned and described without running: the caller's query text is
     // wrapped as a subquery with LIMIT 0.
     SpiSession spi;
     const std::string wrapped = "SELECT * FROM (" + sql + "\n) AS idem_source LIMIT 0";
-    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(wrapped.c_str(), 0, nullptr); });
+    const SpiArgs args = convert_params(params);
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(wrapped.c_str(), args.count, args.types); });
     if (plan == nullptr)
         throw UserError(sqlstate::kInternalError, "could not prepare the source query", {},
                         "A bug in pg_idempotent: report it with the statement that raised it.");
     std::vector<Column> cols;
     int natts = 0;
     TupleDesc desc = pg_call([&]() noexcept {
-        const int rc = SPI_execute_plan(plan, nullptr, nullptr, false, 0);
+        const int rc = SPI_execute_plan(plan, args.values, args.nulls, false, 0);
         if (rc != SPI_OK_SELECT)
             elog(ERROR, "describing the source query failed: %s", SPI_result_code_string(rc));
         return CreateTupleDescCopy(SPI_tuptable->tupdesc);
@@ -340,10 +342,11 @@ std::vector<Column> describe_query(const std::string& sql)
     return cols;
 }
 
-std::vector<std::uint32_t> query_relations(const std::string& sql)
+std::vector<std::uint32_t> query_relations(const std::string& sql, const Params& params)
 {
     SpiSession spi;
-    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(sql.c_str(), 0, nullptr); });
+    const SpiArgs args = convert_params(params);
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(sql.c_str(), args.count, args.types); });
     if (plan == nullptr)
         throw UserError(sqlstate::kInternalError, "could not prepare the query", {},
                         "A bug in pg_idempotent: report it with the statement that raised it.");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "pg/spi.hpp"
 
 namespace pg_idempotent::pg {
 
@@ -70,12 +71,13 @@ std::vector<UniqueIndex> unique_indexes(std::uint32_t relation);
 
 // Columns of the rows a query returns (planned, not run), named as the query
 // names them. Caller SQL: runs under the caller's search_path and privileges.
-std::vector<Column> describe_query(const std::string& sql);
+// params: the values of its $1, $2, ... (idem.params), which it may use.
+std::vector<Column> describe_query(const std::string& sql, const Params& params = {});
 
 // The relations a query reads (tables, views and the tables behind them),
 // found by parsing and rewriting it as the caller, without running it; in
 // the order PostgreSQL lists them, each once.
-std::vector<std::uint32_t> query_relations(const std::string& sql);
+std::vector<std::uint32_t> query_relations(const std::string& sql, const Params& params = {});
 
 // Whether the type is timestamp or timestamptz (with any precision).
 bool is_timestamp_type(std::uint32_t type_oid);

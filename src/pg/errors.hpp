@@ -40,6 +40,7 @@ namespace sqlstate {
 inline constexpr const char* kInvalidParameterValue = "22023";
 inline constexpr const char* kNullValueNotAllowed = "22004";
 inline constexpr const char* kUndefinedColumn = "42703";
+inline constexpr const char* kUndefinedParameter = "42P02";
 inline constexpr const char* kWrongObjectType = "42809";
 inline constexpr const char* kDatatypeMismatch = "42804";
 inline constexpr const char* kSyntaxError = "42601";

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "pg/guard.hpp"
+#include "pg/spi_args.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -20,15 +21,6 @@ extern "C" {
 namespace pg_idempotent::pg {
 
 namespace {
-
-// Parameters converted to what SPI takes; the arrays live in the SPI
-// procedure context (freed by SPI_finish).
-struct SpiArgs {
-    int count = 0;
-    Oid* types = nullptr;
-    Datum* values = nullptr;
-    char* nulls = nullptr;  // ' ' or 'n', as SPI_execute_with_args wants
-};
 
 Oid type_oid(Param::Type t)
 {
@@ -50,6 +42,8 @@ Oid type_oid(Param::Type t)
     }
     return InvalidOid;
 }
+
+}  // namespace
 
 SpiArgs convert_params(const Params& params)
 {
@@ -116,6 +110,8 @@ SpiArgs convert_params(const Params& params)
     }
     return args;
 }
+
+namespace {
 
 ParamListInfo to_param_list(const SpiArgs& args)
 {
@@ -446,7 +442,10 @@ void return_text_rows(const ResultSet& out, const std::vector<Row>& rows)
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     const int natts = rsinfo->setDesc->natts;
     for (const auto& row : rows) {
-        if (static_cast<int>(row.size()) != natts)
+        // Wider is fine: a function declared by an older version of the
+        // SQL objects (before ALTER EXTENSION ... UPDATE) returns fewer
+        // columns, the leading ones (new columns are added at the end).
+        if (static_cast<int>(row.size()) < natts)
             throw UserError(sqlstate::kInternalError, "result shape mismatch in pg_idempotent", {},
                             "A bug in pg_idempotent: report it with the statement that raised it.");
         pg_call([&]() noexcept {

@@ -128,6 +128,9 @@ void install_statement_hiding();
 // Returns rows given as text (NULL = nullopt) as the result set of the
 // calling set-returning function; each cell is read by its declared column
 // type's input function (so pass settings-independent text: numbers, OIDs).
+// A row may be wider than the declared result: its leading columns are
+// returned (a declaration older than the module's, before ALTER EXTENSION
+// ... UPDATE, has fewer columns; new ones are only ever added at the end).
 void return_text_rows(const ResultSet& out, const std::vector<Row>& rows);
 
 // A lock_timeout setting ("1500ms") for a positive interval given as text;

@@ -16,12 +16,13 @@
 namespace pg_idempotent::pg {
 
 enum class UnitLockSpace : std::uint16_t {
-    kTable = 1,             // key: the table's OID (replace_where)
-    kPartition = 2,         // key: the partition's OID
-    kPartitionedTable = 3,  // key: the parent's OID (shared: rewrites; exclusive: swaps)
-    kMergeTarget = 4,       // key: the merge target's OID
-    kAppendTarget = 5,      // key: the append target's OID
-    kSnapshotTarget = 6,    // key: the snapshot target's OID
+    kTable = 1,              // key: the table's OID (replace_where)
+    kPartition = 2,          // key: the partition's OID
+    kPartitionedTable = 3,   // key: the parent's OID (shared: rewrites; exclusive: swaps)
+    kMergeTarget = 4,        // key: the merge target's OID
+    kAppendTarget = 5,       // key: the append target's OID
+    kSnapshotTarget = 6,     // key: the snapshot target's OID
+    kPartitionCreation = 7,  // key: the parent's OID (overwrite_partition's create_partition)
 };
 
 enum class UnitLockMode { kShared, kExclusive };

@@ -32,6 +32,6 @@ void digest_statement_rows_into(SpiSession& spi, const std::string& sql, const D
 // falls back to for zero columns, and while the database's SQL objects
 // predate the aggregate (common/installed_sql.hpp).
 std::string digest_select_text(SpiSession& spi, const std::string& sql, std::size_t column_count,
-                               bool aggregate_installed);
+                               bool aggregate_installed, const Params& params = {});
 
 }  // namespace pg_idempotent::pg

@@ -122,10 +122,11 @@ std::string checksum_relation(std::uint32_t relation, const std::vector<std::str
     return digest;
 }
 
-std::string checksum_query(const std::string& query)
+std::string checksum_query(const std::string& query, const pg::QueryParams& params)
 {
+    pg::require_bound(query, params, "the query");
     pg::SpiSession spi;
-    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query);
+    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query, params.values);
     spi.finish();
     return digest.text();
 }

@@ -378,7 +378,7 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
 // the view shows afterwards; rows are that version's. Only publishing a new
 // version writes rows (the version table); a rollback flips the view.
 void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* function, const Dataset& d, int version,
-                    const char* action, std::int64_t rows, bool changed)
+                    const char* action, std::int64_t rows, bool changed, const std::string& params = "")
 {
     RunRecord run;
     run.function = function;
@@ -388,6 +388,7 @@ void record_publish(pg::SpiSession& spi, const RunClock& clock, const char* func
     run.counts = {{"version", version}, {"rows", rows}};
     run.rows_written = std::string(action) == "published" ? rows : 0;
     run.changed = changed;
+    run.params = params;
     record_run(spi, clock, run);
 }
 
@@ -468,10 +469,11 @@ struct VersionTable {
 // first one the query reads whose distribution column is a column of the
 // version table, by name and type (its rows are placed as the source's).
 std::optional<std::pair<std::uint32_t, std::string>> colocation_source(pg::SpiSession& spi, const std::string& query,
+                                                                       const pg::Params& params,
                                                                        std::uint32_t version_table)
 {
     const pg::Relation built = pg::describe_relation(version_table);
-    for (const std::uint32_t relid : pg::query_relations(query)) {
+    for (const std::uint32_t relid : pg::query_relations(query, params)) {
         const CitusTable source = citus_table(spi, relid);
         if (source.kind != CitusKind::kDistributed)
             continue;
@@ -490,15 +492,16 @@ std::optional<std::pair<std::uint32_t, std::string>> colocation_source(pg::SpiSe
 // table the query reads, by its distribution column, when the version
 // table has that column; else a Citus local table on this node. The query
 // runs once: the table is made empty, placed, then filled.
-std::uint64_t build_on_citus(pg::SpiSession& spi, const std::string& table, const std::string& query)
+std::uint64_t build_on_citus(pg::SpiSession& spi, const std::string& table, const std::string& query,
+                             const pg::Params& params)
 {
-    spi.execute("CREATE TABLE " + table + " AS " + query + "\n WITH NO DATA");
+    spi.execute("CREATE TABLE " + table + " AS " + query + "\n WITH NO DATA", params);
     const auto oid = static_cast<std::uint32_t>(
         std::stoul(spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(table)})
                        .rows.at(0)
                        .at(0)
                        .value_or("0")));
-    if (const auto source = colocation_source(spi, query, oid))
+    if (const auto source = colocation_source(spi, query, params, oid))
         spi.query(
             "SELECT pg_catalog.create_distributed_table($1::pg_catalog.regclass, $2, colocate_with => "
             "$3::pg_catalog.regclass::pg_catalog.text)",
@@ -506,16 +509,16 @@ std::uint64_t build_on_citus(pg::SpiSession& spi, const std::string& table, cons
     else
         spi.query("SELECT pg_catalog.citus_add_local_table_to_metadata($1::pg_catalog.regclass)",
                   {Param::of_text(table)});
-    return spi.execute("INSERT INTO " + table + " SELECT * FROM (" + query + "\n) AS idem_version");
+    return spi.execute("INSERT INTO " + table + " SELECT * FROM (" + query + "\n) AS idem_version", params);
 }
 
 VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int version, const std::string& query,
-                                 std::uint32_t owner)
+                                 const pg::Params& params, std::uint32_t owner)
 {
     VersionTable t;
     t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(free_version_table_name(d, version));
-    t.rows = citus_installed() ? build_on_citus(spi, t.qualified, query)
-                               : spi.execute("CREATE TABLE " + t.qualified + " AS " + query);
+    t.rows = citus_installed() ? build_on_citus(spi, t.qualified, query, params)
+                               : spi.execute("CREATE TABLE " + t.qualified + " AS " + query, params);
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
                 pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
                                   " (immutable; readers query the view)"));
@@ -531,10 +534,12 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
 // Write-audit-publish: the audit sees the candidate as idem_candidate (a
 // CTE, not a temporary object; the audit a subquery, so it may have a WITH
 // of its own) and must answer true.
-void run_audit(pg::SpiSession& spi, const Dataset& d, int version, const VersionTable& t, const std::string& audit)
+void run_audit(pg::SpiSession& spi, const Dataset& d, int version, const VersionTable& t, const std::string& audit,
+               const pg::Params& params)
 {
     auto r = spi.query("WITH idem_candidate AS (SELECT * FROM " + t.qualified + ") SELECT * FROM " +
-                       core::as_subquery(audit) + " AS idem_audit");
+                           core::as_subquery(audit) + " AS idem_audit",
+                       params);
     if (r.rows.size() != 1 || r.rows[0].size() != 1)
         throw UserError(
             sqlstate::kInvalidParameterValue, "the audit must return exactly one boolean",
@@ -575,7 +580,8 @@ void flip_to_version(pg::SpiSession& spi, const Dataset& d, int version, const V
 }  // namespace
 
 std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
-                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout)
+                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout,
+                     const pg::QueryParams& params)
 {
     if (keep < 1)
         throw UserError(sqlstate::kInvalidParameterValue, "keep must be at least 1",
@@ -587,11 +593,15 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // The query's rows, checksummed without writing anything (as the caller),
     // and compared with the current version before any lock is taken: an
     // identical republish writes nothing at all, not even a row lock.
-    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query);
-    const std::string shape = shape_of(pg::describe_query(query));
+    pg::require_bound(query, params, "the query");
+    if (audit)
+        pg::require_bound(*audit, params, "the audit");
+    const core::MultisetDigest digest = pg::digest_statement_rows(spi, query, params.values);
+    const std::string shape = shape_of(pg::describe_query(query, params.values));
     // The same content: a rerun publishes nothing (and records that).
     auto unchanged = [&](int same) {
-        record_publish(spi, clock, "publish", d, same, "unchanged", static_cast<std::int64_t>(digest.count()), false);
+        record_publish(spi, clock, "publish", d, same, "unchanged", static_cast<std::int64_t>(digest.count()), false,
+                       params.history_json);
         spi.finish();
         return same;
     };
@@ -605,12 +615,13 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     const std::uint32_t owner = registered_owner(spi, d, state);
 
     const int version = state.next;
-    const VersionTable table = build_version_table(spi, d, version, query, owner);
+    const VersionTable table = build_version_table(spi, d, version, query, params.values, owner);
     if (audit)
-        run_audit(spi, d, version, table, *audit);
+        run_audit(spi, d, version, table, *audit, params.values);
     flip_to_version(spi, d, version, table, view_before, owner, lock_timeout);
     retain(spi, d, keep, version);
-    record_publish(spi, clock, "publish", d, version, "published", static_cast<std::int64_t>(table.rows), true);
+    record_publish(spi, clock, "publish", d, version, "published", static_cast<std::int64_t>(table.rows), true,
+                   params.history_json);
     spi.finish();
     return version;
 }

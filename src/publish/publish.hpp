@@ -6,12 +6,15 @@
 #include <optional>
 #include <string>
 
+#include "pg/query_params.hpp"
 #include "pg/spi.hpp"
 
 namespace pg_idempotent {
 
+// params: the values of the query's (and the audit's) $1, $2, ...
 std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
-                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout);
+                     const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout,
+                     const pg::QueryParams& params);
 std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
                       const std::optional<std::string>& lock_timeout);
 void versions(const pg::ResultSet& out, const std::string& dataset);

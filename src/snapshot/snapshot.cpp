@@ -352,16 +352,17 @@ void lock_target(const pg::Relation& target)
 }
 
 std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::SnapshotSpec& spec, const pg::Relation& target,
-                                       const SnapshotOptions& o)
+                                       const SnapshotOptions& o, const pg::QueryParams& caller)
 {
     pg::QueryResult r;
     const pg::Step step("writing the versions of the history");
     // Without JIT: merge.cpp says why.
     pg::with_settings({{"jit", "off"}}, [&] {
-        r = spi.query(
-            core::build_snapshot_sql(spec),
-            {pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of), pg::Param::of_text(o.valid_to_current)},
-            true);
+        r = spi.query(core::build_snapshot_sql(spec),
+                      pg::with_caller_params({pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of),
+                                              pg::Param::of_text(o.valid_to_current)},
+                                             caller),
+                      true);
     });
     std::vector<std::int64_t> n;
     for (const auto& v : r.rows.at(0))
@@ -393,6 +394,7 @@ void record_snapshot(pg::SpiSession& spi, const RunClock& clock, const pg::Relat
     run.rows_written = n[0] + 2 * n[1] + (markers ? 2 : 1) * n[2];
     run.changed = run.rows_written > 0;
     run.action = run.changed ? "snapshotted" : "unchanged";
+    run.params = src.params.history_json;
     record_run(spi, clock, run);
 }
 
@@ -410,7 +412,8 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
         throw UserError(sqlstate::kFeatureNotSupported,
                         "idem.snapshot does not write Citus distributed or reference tables yet",
                         "\"" + target.display + "\" is one.", "Keep the history in a local table.");
-    for (const auto& c : options.columns ? *options.columns : options.exclude_columns.value_or(std::vector<std::string>{}))
+    for (const auto& c :
+         options.columns ? *options.columns : options.exclude_columns.value_or(std::vector<std::string>{}))
         refuse_key_column(options, c);
     // With columns given, the source's other columns are still kept in the
     // history: they drift like any other.
@@ -422,10 +425,12 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
         add_target_columns(spi, target, added, "idem.snapshot");
         target = describe_target(target_oid);
     }
-    const core::SnapshotSpec spec = plan_snapshot(spi, target, src, options);
+    core::SnapshotSpec spec = plan_snapshot(spi, target, src, options);
+    if (!src.params.empty())  // after the statement's own $1 to $3
+        spec.source_sql = pg::shift_params(spec.source_sql, 3);
     if (added.empty())
         lock_target(target);
-    const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options);
+    const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options, src.params);
     record_snapshot(spi, clock, target, src, n, spec.deleted_column.has_value());
     pg::Row row;
     for (auto v : n)
