@@ -271,3 +271,42 @@ CREATE FUNCTION idem.snapshot_query(target regclass, query text,
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 COMMENT ON FUNCTION idem.snapshot_query(regclass, text, text[], text, text, text[], text[], text, text, text, timestamptz, boolean, text, text, text, idem.query_params) IS
   'idem.snapshot with the source given as a query (run once, as the caller, under the caller''s search_path)';
+
+-- ---------------------------------------------------------------------------
+-- A rollback that holds (issue 44): after idem.rollback, the next scheduled
+-- publish of the same query on unchanged data published the rolled-back
+-- content again. A hold (rollback's hold => true, or idem.hold) makes
+-- publish build nothing and say so (a NOTICE, action 'held' in the run
+-- history) until idem.release. Without one (the default) a rollback lasts
+-- until the next publish of other content, as before.
+ALTER TABLE idem.datasets ADD COLUMN held_at timestamptz, ADD COLUMN held_by text;
+COMMENT ON COLUMN idem.datasets.held_at IS 'When a hold on publish began (NULL: not held)';
+COMMENT ON COLUMN idem.datasets.held_by IS 'The role that set the hold';
+
+DROP FUNCTION idem.rollback(text, int, interval);
+CREATE FUNCTION idem.rollback(dataset text, version int DEFAULT NULL, lock_timeout interval DEFAULT NULL,
+                              hold boolean DEFAULT false) RETURNS int
+  AS 'MODULE_PATHNAME', 'idem_rollback'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.rollback(text, int, interval, boolean) IS
+  'Flips the dataset''s view back to the previous (or the given) kept version; with hold => true, publish builds nothing until idem.release';
+
+CREATE FUNCTION idem.hold(dataset text) RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem_hold'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.hold(text) IS
+  'Holds a published dataset: publish builds nothing (and says so) until idem.release; returns whether it was not held before';
+
+CREATE FUNCTION idem.release(dataset text) RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem_release'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.release(text) IS
+  'Ends the hold on a dataset (idem.hold, or rollback''s hold => true); returns whether it was held';
+
+CREATE FUNCTION idem.dataset_status(dataset text)
+  RETURNS TABLE(current_version int, next_version int, flipped_at timestamptz, held boolean,
+                held_at timestamptz, held_by text)
+  AS 'MODULE_PATHNAME', 'idem_dataset_status'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.dataset_status(text) IS
+  'A dataset''s current and next version, when the view last flipped, and whether publish is held (by whom, since when)';

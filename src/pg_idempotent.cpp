@@ -20,6 +20,7 @@
 #include "pg_native/repeat_aggregate.hpp"
 #include "proof/assert_rerun_safe.hpp"
 #include "proof/checksum.hpp"
+#include "publish/hold.hpp"
 #include "publish/publish.hpp"
 #include "snapshot/snapshot.hpp"
 
@@ -105,6 +106,9 @@ PG_FUNCTION_INFO_V1(idem_gaps);
 PG_FUNCTION_INFO_V1(idem_assert_rerun_safe);
 PG_FUNCTION_INFO_V1(idem_publish);
 PG_FUNCTION_INFO_V1(idem_rollback);
+PG_FUNCTION_INFO_V1(idem_hold);
+PG_FUNCTION_INFO_V1(idem_release);
+PG_FUNCTION_INFO_V1(idem_dataset_status);
 PG_FUNCTION_INFO_V1(idem_versions);
 PG_FUNCTION_INFO_V1(idem_pin);
 PG_FUNCTION_INFO_V1(idem__canonical_text);
@@ -243,6 +247,16 @@ Datum idem__boundary_probe(PG_FUNCTION_ARGS)
         const auto n = pg_idempotent::boundary_probe(*pg::arg_text(fcinfo, 0), pg::arg_text(fcinfo, 1));
         return Int64GetDatum(n);
     });
+}
+
+// A boolean option added in a later version (false before ALTER EXTENSION
+// UPDATE declares it); NULL is refused, naming it.
+static bool later_flag(FunctionCallInfo fcinfo, int n, const char* name)
+{
+    if (PG_NARGS() <= n)
+        return false;
+    pg::require_arg(fcinfo, n, name);
+    return *pg::arg_bool(fcinfo, n);
 }
 
 // on_schema_change (merge, append, snapshot): 'fail', 'ignore' or
@@ -715,8 +729,34 @@ Datum idem_rollback(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "dataset");
+        // hold: absent (false) until ALTER EXTENSION UPDATE to 0.9.0.
         return Int32GetDatum(pg_idempotent::rollback(*pg::arg_text(fcinfo, 0), pg::arg_int4(fcinfo, 1),
-                                                     pg::arg_interval_text(fcinfo, 2)));
+                                                     pg::arg_interval_text(fcinfo, 2), later_flag(fcinfo, 3, "hold")));
+    });
+}
+
+Datum idem_hold(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        return BoolGetDatum(pg_idempotent::hold(*pg::arg_text(fcinfo, 0)));
+    });
+}
+
+Datum idem_release(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        return BoolGetDatum(pg_idempotent::release(*pg::arg_text(fcinfo, 0)));
+    });
+}
+
+Datum idem_dataset_status(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "dataset");
+        pg_idempotent::dataset_status(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0));
+        return Datum(0);
     });
 }
 
@@ -836,16 +876,6 @@ Datum idem_replace_where(PG_FUNCTION_ARGS)
                                      pg::arg_query_params(fcinfo, 4));
         return Datum(0);
     });
-}
-
-// A boolean option added in a later version (false before ALTER EXTENSION
-// UPDATE declares it); NULL is refused, naming it.
-static bool later_flag(FunctionCallInfo fcinfo, int n, const char* name)
-{
-    if (PG_NARGS() <= n)
-        return false;
-    pg::require_arg(fcinfo, n, name);
-    return *pg::arg_bool(fcinfo, n);
 }
 
 // overwrite_partition(parent, value, query, mode, keep_old, lock_timeout,

@@ -51,6 +51,8 @@ Probe probe_of(SqlFeature feature)
         return {nullptr, nullptr, "_tombstones_of", "0.9.0"};
     case SqlFeature::kRunLogParams:
         return {"run_log", "params", nullptr, "0.9.0"};
+    case SqlFeature::kDatasetHolds:
+        return {"datasets", "held_at", nullptr, "0.9.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -82,12 +82,13 @@ void require_bound(const std::string& sql, const QueryParams& params, const std:
     std::vector<std::string> slots;
     for (long i = 1; i <= highest && i <= 3; ++i)
         slots.push_back("v" + std::to_string(i));
-    throw UserError(sqlstate::kUndefinedParameter,
-                    what + " refers to $" + std::to_string(highest) + ", and params gives " +
-                        (given == 0 ? std::string("no values") : std::to_string(given) + (given == 1 ? " value" : " values")),
-                    "$1, $2, ... are bound to the values of params, in order: they are never spliced into the text.",
-                    "Pass one value per parameter: params => idem.params(" + core::join(slots) + (highest > 3 ? ", ..." : "") +
-                        ").");
+    throw UserError(
+        sqlstate::kUndefinedParameter,
+        what + " refers to $" + std::to_string(highest) + ", and params gives " +
+            (given == 0 ? std::string("no values") : std::to_string(given) + (given == 1 ? " value" : " values")),
+        "$1, $2, ... are bound to the values of params, in order: they are never spliced into the text.",
+        "Pass one value per parameter: params => idem.params(" + core::join(slots) + (highest > 3 ? ", ..." : "") +
+            ").");
 }
 
 Params with_caller_params(Params own, const QueryParams& caller)

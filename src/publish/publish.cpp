@@ -20,6 +20,8 @@
 #include "pg/step.hpp"
 #include "pg/transactions.hpp"
 #include "pg_native/statement_digest.hpp"
+#include "publish/dataset.hpp"
+#include "publish/hold.hpp"
 
 namespace pg_idempotent {
 
@@ -34,53 +36,6 @@ namespace sqlstate = pg::sqlstate;
 bool has_registry()
 {
     return sql_has(SqlFeature::kDatasetRegistry);
-}
-
-struct Dataset {
-    std::string schema;
-    std::string name;
-    std::string qualified;  // quoted
-    std::string display;    // schema.name
-};
-
-Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
-{
-    if (dataset.empty())
-        throw UserError(sqlstate::kInvalidParameterValue, "dataset must not be empty", {},
-                        "Name the dataset as schema.view, for example 'marts.revenue'.");
-    // parse_ident understands quoting exactly as the parser does; a bare name
-    // lands in the caller's current schema, like CREATE VIEW would.
-    auto r = spi.query(
-        "SELECT p[1], p[2], pg_catalog.array_length(p, 1)::pg_catalog.text, pg_catalog.current_schema()"
-        " FROM pg_catalog.parse_ident($1) AS p",
-        {Param::of_text(dataset)});
-    const auto& row = r.rows.at(0);
-    const int parts = std::stoi(row[2].value_or("0"));
-    Dataset d;
-    if (parts == 1) {
-        if (!row[3])
-            throw UserError(sqlstate::kInvalidSchemaName, "no schema has been selected to create the dataset in", {},
-                            "Qualify the dataset name with its schema.");
-        d.schema = *row[3];
-        d.name = row[0].value_or("");
-    } else if (parts == 2) {
-        d.schema = row[0].value_or("");
-        d.name = row[1].value_or("");
-    } else {
-        throw UserError(sqlstate::kInvalidName, "dataset name \"" + dataset + "\" has too many dots", {},
-                        "Name the view as view or schema.view.");
-    }
-    // PostgreSQL cuts a longer identifier at 63 bytes with a NOTICE: the view
-    // would be created under a name this lookup never finds again.
-    for (const std::string* part : {&d.schema, &d.name})
-        if (part->size() > 63)
-            throw UserError(sqlstate::kNameTooLong, "dataset name \"" + dataset + "\" has a part longer than 63 bytes",
-                            "PostgreSQL cuts identifiers at 63 bytes (NAMEDATALEN - 1), so the view would get "
-                            "another name than the dataset's.",
-                            "Name the dataset with a schema and a view name of at most 63 bytes each.");
-    d.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(d.name);
-    d.display = d.schema + "." + d.name;
-    return d;
 }
 
 // "<name>__v<n>", within the 63-byte identifier limit.
@@ -590,6 +545,17 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     pg::SpiSession spi;
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
+    // Held (hold.hpp): nothing is built; readers keep the current version.
+    if (const auto held = dataset_hold(spi, d)) {
+        const int current = lock_state(spi, d).current.value_or(0);
+        pg::notice("dataset \"" + d.display + "\" is held by " + held->by + ": nothing was published",
+                   "Readers keep version " + std::to_string(current) + "; idem.dataset_status(" +
+                       pg::quote_literal(d.display) + ") tells since when, and SELECT idem.release(" +
+                       pg::quote_literal(d.display) + ") ends the hold.");
+        record_publish(spi, clock, "publish", d, current, "held", 0, false, params.history_json);
+        spi.finish();
+        return current;
+    }
     // The query's rows, checksummed without writing anything (as the caller),
     // and compared with the current version before any lock is taken: an
     // identical republish writes nothing at all, not even a row lock.
@@ -627,7 +593,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
 }
 
 std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
-                      const std::optional<std::string>& lock_timeout)
+                      const std::optional<std::string>& lock_timeout, bool hold_it)
 {
     const RunClock clock;
     pg::SpiSession spi;
@@ -657,8 +623,12 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
         require_view_kept(spi, d, view_before, state.owner);
         set_current(spi, d, target->number, std::nullopt);
     }
+    if (hold_it) {
+        require_sql(SqlFeature::kDatasetHolds, "idem.rollback with hold");
+        set_hold(spi, d);
+    }
     record_publish(spi, clock, "rollback", d, target->number, flipped ? "rolled back" : "unchanged", target->row_count,
-                   flipped);
+                   flipped || hold_it);
     spi.finish();
     return target->number;
 }

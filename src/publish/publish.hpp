@@ -15,8 +15,9 @@ namespace pg_idempotent {
 std::int32_t publish(const std::string& dataset, const std::string& query, std::int32_t keep,
                      const std::optional<std::string>& audit, const std::optional<std::string>& lock_timeout,
                      const pg::QueryParams& params);
+// hold: publish builds nothing until idem.release (hold.hpp).
 std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> version,
-                      const std::optional<std::string>& lock_timeout);
+                      const std::optional<std::string>& lock_timeout, bool hold);
 void versions(const pg::ResultSet& out, const std::string& dataset);
 // Registers an existing view (of the caller's) as the dataset's, so publish
 // may replace it; its owner becomes the dataset's registered owner.
