@@ -272,7 +272,7 @@ static pg_idempotent::MergeOptions merge_options(FunctionCallInfo fcinfo)
 {
     pg_idempotent::MergeOptions o;
     o.key = pg::arg_text_array(fcinfo, 2, "key");
-    o.version_column = pg::arg_text(fcinfo, 3);
+    o.version_columns = pg::arg_name_list(fcinfo, 3, "version_column");
     o.delete_column = pg::arg_text(fcinfo, 4);
     pg::require_arg(fcinfo, 5, "delete_missing");
     o.delete_missing = *pg::arg_bool(fcinfo, 5);
@@ -380,7 +380,7 @@ static pg_idempotent::SnapshotOptions snapshot_options(FunctionCallInfo fcinfo)
     o.key = *pg::arg_text_array(fcinfo, 2, "key");
     pg::require_arg(fcinfo, 3, "strategy");
     o.strategy = *pg::arg_text(fcinfo, 3);
-    o.updated_at = pg::arg_text(fcinfo, 4);
+    o.updated_at = pg::arg_name_list(fcinfo, 4, "updated_at");
     o.columns = pg::arg_text_array(fcinfo, 5, "columns");
     o.exclude_columns = pg::arg_text_array(fcinfo, 6, "exclude_columns");
     pg::require_arg(fcinfo, 7, "hard_deletes");

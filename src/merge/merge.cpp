@@ -76,6 +76,12 @@ pg::Relation describe_target(std::uint32_t target_oid)
     return describe_table_target(target_oid, "idem.merge writes into a table or a partitioned table.");
 }
 
+bool is_version_column(const MergeOptions& options, const std::string& name)
+{
+    return std::find(options.version_columns.begin(), options.version_columns.end(), name) !=
+           options.version_columns.end();
+}
+
 void check_version_column(const std::string& v, const SourceShape& src, const pg::Relation& target,
                           const std::vector<std::string>& key)
 {
@@ -91,6 +97,20 @@ void check_version_column(const std::string& v, const SourceShape& src, const pg
                         "Pass a column that grows with each change of a row, such as updated_at, as version_column.");
 }
 
+// Each version column (checked as one is), named once; several need an
+// ordering each (the btree operators, 42883 otherwise, from plan_version).
+void check_version_columns(const std::vector<std::string>& names, const SourceShape& src, const pg::Relation& target,
+                           const std::vector<std::string>& key)
+{
+    std::set<std::string> seen;
+    for (const auto& v : names) {
+        if (!seen.insert(v).second)
+            throw UserError(sqlstate::kDuplicateColumn, "version column \"" + v + "\" is named more than once", {},
+                            "Name each version column once: the first decides, the next breaks its ties.");
+        check_version_column(v, src, target, key);
+    }
+}
+
 void check_delete_column(const std::string& d, const SourceShape& src, const MergeOptions& options,
                          const std::vector<std::string>& key)
 {
@@ -102,7 +122,7 @@ void check_delete_column(const std::string& d, const SourceShape& src, const Mer
         throw UserError(sqlstate::kDatatypeMismatch, "delete column \"" + d + "\" must be boolean",
                         "It is " + dc->type_name + ".",
                         "Pass a boolean column (true: delete the row) as delete_column.");
-    if (std::find(key.begin(), key.end(), d) != key.end() || options.version_column == d)
+    if (std::find(key.begin(), key.end(), d) != key.end() || is_version_column(options, d))
         throw UserError(sqlstate::kInvalidParameterValue, "the delete column cannot be a key or the version column", {},
                         "Pass a boolean column of its own as delete_column.");
 }
@@ -162,8 +182,9 @@ void plan_named_update_columns(core::MergeSpec& spec, const SourceShape& src, co
                             "Leave the column out of columns: the database computes it.");
         spec.update_columns.push_back(pg::assignment_target(*tc));
     }
-    if (options.version_column && seen.count(*options.version_column) == 0)
-        spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, *options.version_column)));
+    for (const auto& v : options.version_columns)
+        if (seen.count(v) == 0)
+            spec.update_columns.push_back(pg::assignment_target(*find_column(target.columns, v)));
 }
 
 // exclude_columns (dbt's merge_exclude_columns): target columns an update
@@ -186,7 +207,7 @@ std::set<std::string> check_exclude_columns(const MergeOptions& options, const s
                             "An insert writes every key column and an update never writes one, so a key cannot "
                             "be excluded.",
                             "Leave the key columns out of exclude_columns.");
-        if (options.version_column == c)
+        if (is_version_column(options, c))
             throw UserError(sqlstate::kInvalidParameterValue, "the version column cannot be in exclude_columns",
                             "An update always writes the version column: it decides which row is newer.",
                             "Leave the version column out of exclude_columns.");
@@ -217,13 +238,22 @@ void plan_default_update_columns(core::MergeSpec& spec, const pg::Relation& targ
     }
 }
 
-void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::string& version_column)
+// The version columns, in order; one column's own btree operators (several
+// compare as rows, core/version_order.hpp, each by its type's ordering,
+// which version_column requires of every one).
+void plan_version(core::MergeSpec& spec, const pg::Relation& target, const std::vector<std::string>& names)
 {
-    const pg::Column* vc = find_column(target.columns, version_column);
-    spec.version = pg::assignment_target(*vc);
-    spec.version_lt = pg::btree_operator(vc->type_oid, 1, vc->name);
-    spec.version_eq = pg::btree_operator(vc->type_oid, 3, vc->name);
-    spec.version_type = vc->qualified_type;
+    for (const auto& name : names) {
+        const pg::Column* vc = find_column(target.columns, name);
+        spec.version.columns.push_back(pg::assignment_target(*vc));
+        const std::string lt = pg::btree_operator(vc->type_oid, 1, vc->name);
+        const std::string eq = pg::btree_operator(vc->type_oid, 3, vc->name);
+        if (spec.version.lt.empty()) {
+            spec.version.lt = lt;
+            spec.version.eq = eq;
+        }
+        spec.version_types.push_back(vc->qualified_type);
+    }
 }
 
 // The whole statement's plan, from the checked target, source and key.
@@ -241,11 +271,11 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
         plan_named_update_columns(spec, src, target, options, key);
     else
         plan_default_update_columns(spec, target, excluded);
-    if (options.version_column)
-        plan_version(spec, target, *options.version_column);
+    if (!options.version_columns.empty())
+        plan_version(spec, target, options.version_columns);
     if (options.delete_column)
         spec.delete_column = pg::quote_ident(*options.delete_column);
-    spec.tombstones = options.version_column.has_value() && options.delete_column.has_value();
+    spec.tombstones = !options.version_columns.empty() && options.delete_column.has_value();
     if (spec.tombstones && !sql_has(SqlFeature::kTombstonesOf))
         spec.tombstones_reader = "idem._tombstones";
     spec.delete_missing = options.delete_missing;
@@ -402,8 +432,7 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
     const CitusTable citus = citus_table(spi, target_oid);
     check_citus_write(spi, citus, target.display, key, "idem.merge", options.dry_run);
     require_unique_index(target, key, indexes);
-    if (options.version_column)
-        check_version_column(*options.version_column, src, target, key);
+    check_version_columns(options.version_columns, src, target, key);
     if (options.delete_column)
         check_delete_column(*options.delete_column, src, options, key);
     const std::set<std::string> excluded = check_exclude_columns(options, key);

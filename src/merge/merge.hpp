@@ -17,7 +17,9 @@ using MergeSource = BatchSource;  // merge(target, source regclass), merge_query
 
 struct MergeOptions {
     std::optional<std::vector<std::string>> key;
-    std::optional<std::string> version_column;
+    // version_column: one column, or several ('{updated_at,_loaded_at}')
+    // compared in order, the next breaking the ties of the one before.
+    std::vector<std::string> version_columns;
     std::optional<std::string> delete_column;
     bool delete_missing = false;
     std::optional<std::string> delete_scope;

@@ -55,7 +55,7 @@ std::vector<std::string> source_columns(const MergeSpec& s)
 {
     std::vector<std::string> cols;
     for (const auto& c : s.insert_columns) {
-        const bool cast = is_key(s, c) || (s.version && s.version->name == c.name);
+        const bool cast = is_key(s, c) || s.version.has(c.name);
         cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
     }
     if (s.delete_column)
@@ -94,8 +94,8 @@ std::string stats_cte(const MergeSpec& s)
             cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name + " IS NULL) AS null_" +
                            std::to_string(i));
     }
-    if (s.version)
-        cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version->name + " IS NULL) AS null_version");
+    if (!s.version.empty())
+        cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version.any_null("") + ") AS null_version");
     if (finds_repeats(s))
         cols.push_back(repeat_hashes_column(s.keys));
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
@@ -118,7 +118,12 @@ std::string source_row_digest(const MergeSpec& s)
 std::string tops_cte(const MergeSpec& s)
 {
     const std::string k = key_list(s, "src");
-    const std::string top = s.version ? ", pg_catalog.max(src." + s.version->name + ") AS top" : "";
+    std::string top;
+    if (s.version.single())
+        top = ", pg_catalog.max(" + s.version.value("src") + ") AS top";
+    else if (!s.version.empty())  // the newest of several columns: the first of them by their order
+        top = ", (pg_catalog.array_agg(" + s.version.value("src") + " ORDER BY " + s.version.descending("src") +
+              "))[1] AS top";
     const std::string only = finds_repeats(s) ? " WHERE " + repeat_candidates(s.keys) : "";
     return "tops AS MATERIALIZED (SELECT " + k + top + ", pg_catalog.count(*) AS \"idem$n\" FROM src" + only +
            " GROUP BY " + k + " HAVING pg_catalog.count(*) " + kGt + " 1)";
@@ -132,24 +137,24 @@ std::string dups_cte(const MergeSpec& s)
         " GROUP BY " + k + " HAVING pg_catalog.count(DISTINCT " + source_row_digest(s) + ") " + kGt + " 1 LIMIT 1)";
     const std::string from =
         "dups AS MATERIALIZED (SELECT " + k + " FROM src JOIN tops ON " + keys_match(s, "src", "tops");
-    if (!s.version)
+    if (s.version.empty())
         return from + differ;
-    return from + " AND src." + s.version->name + " " + s.version_eq + " tops.top" + differ;
+    return from + " AND " + s.version.equal(s.version.value("src"), "tops.top") + differ;
 }
 
 std::string null_version_check(const MergeSpec& s)
 {
     return " WHEN st.null_version " + std::string(kGt) +
            " 0 THEN idem._raise('23502', pg_catalog.format("
-           "'null value in version column %s of the source', pg_catalog.quote_ident(" +
-           s.version->name_literal +
-           ")), pg_catalog.format('%s source rows have no version.', st.null_version), "
+           "'null value in version column %s of the source', " +
+           s.version.names_literal("pg_catalog.quote_ident") +
+           "), pg_catalog.format('%s source rows have no version.', st.null_version), "
            "'Every source row needs a version when version_column is given.')\n";
 }
 
 std::string duplicate_check(const MergeSpec& s)
 {
-    const bool versioned = s.version.has_value();
+    const bool versioned = !s.version.empty();
     return " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
            "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with different values" +
            std::string(versioned ? " at its highest version" : "") + ".', " + key_text(s, "d") + "), " +
@@ -173,7 +178,7 @@ std::string checks_cte(const MergeSpec& s)
     std::string whens;
     if (s.check_nulls)
         whens += core::null_key_checks(s.keys);
-    if (s.version)
+    if (!s.version.empty())
         whens += null_version_check(s);
     if (s.check_duplicates)
         whens += duplicate_check(s);
@@ -205,7 +210,21 @@ std::string dedup_cte(const MergeSpec& s)
     return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + " AND NOT " + some +
            "\n UNION ALL SELECT * FROM src WHERE " + ok + " AND " + some + " AND NOT " + repeated +
            "\n UNION ALL (SELECT DISTINCT ON (" + k + ") * FROM src WHERE " + ok + " AND " + some + " AND " + repeated +
-           " ORDER BY " + k + (s.version ? ", " + s.version->name + " DESC" : "") + "))";
+           " ORDER BY " + k + (s.version.empty() ? "" : ", " + s.version.descending("")) + "))";
+}
+
+// A tombstone's version, parsed as the caller (the version type's input
+// function is the caller's to run): one column's canonical text, or, for
+// several, a jsonb array of their canonical texts (tomb_cte).
+std::string tombstone_version(const MergeSpec& s)
+{
+    if (s.version.single())
+        return "idem._from_canonical(tb.version, NULL::" + s.version_types.at(0) + ")";
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < s.version_types.size(); ++i)
+        parts.push_back("idem._from_canonical(tb.version::pg_catalog.jsonb OPERATOR(pg_catalog.->>) " +
+                        std::to_string(i) + ", NULL::" + s.version_types[i] + ")");
+    return "ROW(" + join(parts) + ")";
 }
 
 // The WHENs of plan that a key's tombstone decides (the target lacks the key).
@@ -216,11 +235,11 @@ std::string dedup_cte(const MergeSpec& s)
 // simply unchanged.
 std::string tombstone_actions(const MergeSpec& s, const std::string& matched)
 {
-    const std::string tbv = "idem._from_canonical(tb.version, NULL::" + s.version_type + ")";
+    const std::string tbv = tombstone_version(s);
+    const std::string dv = s.version.value("d");
     const std::string absent = " WHEN NOT (" + matched + ") AND tb.version IS NOT NULL AND d." + kDeleteFlag;
-    return absent + " IS NOT TRUE AND NOT (" + tbv + " " + s.version_lt + " d." + s.version->name + ") THEN " +
-           std::to_string(kStale) + "\n" + absent + " IS TRUE AND d." + s.version->name + " " + s.version_lt + " " +
-           tbv + " THEN " + std::to_string(kStale) + "\n";
+    return absent + " IS NOT TRUE AND NOT (" + s.version.less(tbv, dv) + ") THEN " + std::to_string(kStale) + "\n" +
+           absent + " IS TRUE AND " + s.version.less(dv, tbv) + " THEN " + std::to_string(kStale) + "\n";
 }
 
 // The CASE of plan: each source key's action (MergeAction), first match wins.
@@ -234,14 +253,14 @@ std::string action_case(const MergeSpec& s)
     if (s.delete_column)
         p += flag + " AND NOT (" + matched + ") THEN " + std::to_string(kDeleteAbsent) + "\n";
     p += " WHEN NOT (" + matched + ") THEN " + std::to_string(kInsert) + "\n";
-    if (s.version)
-        p += " WHEN d." + s.version->name + " " + s.version_lt + " t." + s.version->name + " THEN " +
-             std::to_string(kStale) + "\n";
+    if (!s.version.empty())
+        p += " WHEN " + s.version.less(s.version.value("d"), s.version.value("t")) + " THEN " + std::to_string(kStale) +
+             "\n";
     if (s.delete_column)
         p += flag + " THEN " + std::to_string(kDelete) + "\n";
     p += " WHEN " + images_equal(s.update_columns, "d", "t") + " THEN " + std::to_string(kUnchanged) + "\n";
-    if (s.version)
-        p += " WHEN d." + s.version->name + " " + s.version_eq + " t." + s.version->name + " THEN " +
+    if (!s.version.empty())
+        p += " WHEN " + s.version.equal(s.version.value("d"), s.version.value("t")) + " THEN " +
              std::to_string(kConflict) + "\n";
     return p + " ELSE " + std::to_string(kUpdate) + " END AS " + kAction;
 }
@@ -269,13 +288,13 @@ std::string plan_cte(const MergeSpec& s)
 // checks2: a key at the target's version with different content raises.
 std::string checks2_cte(const MergeSpec& s)
 {
-    if (!s.version)
+    if (s.version.empty())
         return "checks2 AS MATERIALIZED (SELECT true AS ok)";
     return "checks2 AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT FROM plan p WHERE " + action_is("p", kConflict) +
            ") THEN (SELECT idem._raise('ID006', "
            "'a source row has the same version as the target row but different content', "
            "pg_catalog.format('Key %s has version %s in both.', " +
-           key_text(s, "p") + ", p." + s.version->name +
+           key_text(s, "p") + ", " + s.version.value("p") +
            "::pg_catalog.text), 'A changed row needs a higher version.') FROM plan p WHERE " +
            action_is("p", kConflict) + " LIMIT 1) ELSE true END AS ok)";
 }
@@ -348,9 +367,9 @@ std::string todo_cte()
 // replaces a newer row.
 std::string not_older(const MergeSpec& s, const std::string& row)
 {
-    if (!s.version)
+    if (s.version.empty())
         return {};
-    return " AND NOT (" + row + "." + s.version->name + " " + s.version_lt + " t." + s.version->name + ")";
+    return " AND NOT (" + s.version.less(s.version.value(row), s.version.value("t")) + ")";
 }
 
 // What an insert does with a key a concurrent transaction has inserted
@@ -429,6 +448,17 @@ std::string miss_cte(const MergeSpec& s)
            " AND (SELECT ok FROM checks2) RETURNING 1)";
 }
 
+// The version a tombstone keeps (read back by tombstone_version).
+std::string tombstone_text(const MergeSpec& s)
+{
+    if (s.version.single())
+        return "idem._canonical_text(" + s.version.value("p") + ")";
+    std::vector<std::string> parts;
+    for (const auto& c : s.version.columns)
+        parts.push_back("idem._canonical_text(p." + c.name + ")");
+    return "pg_catalog.jsonb_build_array(" + join(parts) + ")::pg_catalog.text";
+}
+
 // tomb: versioned deletes (applied, or for keys the target lacks) leave a
 // tombstone so that an older row cannot bring the key back.
 std::string tomb_cte(const MergeSpec& s)
@@ -442,9 +472,9 @@ std::string tomb_cte(const MergeSpec& s)
            " pg_catalog.array_agg(pg_catalog.jsonb_build_array(" +
            key_list(s, "p") +
            ")),"
-           " pg_catalog.array_agg(idem._canonical_text(p." +
-           s.version->name +
-           "))) AS n"
+           " pg_catalog.array_agg(" +
+           tombstone_text(s) +
+           ")) AS n"
            " FROM plan p WHERE p." +
            std::string(kAction) +
            " OPERATOR(pg_catalog.=) ANY ('{3,7}'::pg_catalog.int4[]) AND (SELECT ok FROM checks2))";
@@ -454,10 +484,10 @@ std::string tomb_cte(const MergeSpec& s)
 // write that did not happen (a newer version committed meanwhile) is stale.
 std::string counts(const MergeSpec& s)
 {
-    const std::string stale_meanwhile = s.version ? " " + std::string(kPlus) + " ta.to_update " + kMinus + " " +
-                                                        count_where("upd") + " " + kPlus + " ta.to_delete " + kMinus +
-                                                        " " + count_where("del")
-                                                  : std::string();
+    const std::string stale_meanwhile = !s.version.empty() ? " " + std::string(kPlus) + " ta.to_update " + kMinus +
+                                                                 " " + count_where("upd") + " " + kPlus +
+                                                                 " ta.to_delete " + kMinus + " " + count_where("del")
+                                                           : std::string();
     return "SELECT " + count_where("ins", "fresh") + "::pg_catalog.int8 AS inserted,\n (" + count_where("upd") + " " +
            kPlus + " " + count_where("ins", "NOT fresh") + ")::pg_catalog.int8 AS updated,\n (" + count_where("del") +
            " " + kPlus + " " + count_where("miss") + ")::pg_catalog.int8 AS deleted,\n (" + unchanged_in_plan(s) + " " +
@@ -493,7 +523,7 @@ std::string build_merge_sql(const MergeSpec& s)
 
 bool first_load_applies(const MergeSpec& s)
 {
-    return !s.dry_run && !s.version && !s.delete_column && !s.delete_missing && !s.citus;
+    return !s.dry_run && s.version.empty() && !s.delete_column && !s.delete_missing && !s.citus;
 }
 
 // What the first load does with a key the target has: a row a concurrent

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/version_order.hpp"
 
 namespace pg_idempotent::core {
 
@@ -47,14 +48,13 @@ enum MergeAction : int {
 };
 
 struct MergeSpec {
-    std::string target;                       // qualified, quoted
-    std::string source_sql;                   // a SELECT (relation) or the caller's query
-    std::vector<MergeColumn> keys;            // key columns (also in insert_columns)
-    std::vector<std::string> key_eq;          // equality operator per key
-    std::vector<MergeColumn> insert_columns;  // everything an insert writes
-    std::vector<MergeColumn> update_columns;  // what an update writes (no key)
-    std::optional<MergeColumn> version;
-    std::string version_lt, version_eq;        // operators of the version type
+    std::string target;                        // qualified, quoted
+    std::string source_sql;                    // a SELECT (relation) or the caller's query
+    std::vector<MergeColumn> keys;             // key columns (also in insert_columns)
+    std::vector<std::string> key_eq;           // equality operator per key
+    std::vector<MergeColumn> insert_columns;   // everything an insert writes
+    std::vector<MergeColumn> update_columns;   // what an update writes (no key)
+    VersionOrder version;                      // version_column(s); empty: none
     std::optional<std::string> delete_column;  // quoted source column (boolean)
     bool delete_missing = false;
     std::optional<std::string> delete_scope;  // caller predicate over the target
@@ -81,7 +81,7 @@ struct MergeSpec {
     // volatile function's side effects are lost and where it refuses one in
     // ON CONFLICT ... WHERE; so no first load and no counting in plan.
     bool citus = false;
-    std::string version_type;  // schema-qualified, for the tombstone read
+    std::vector<std::string> version_types;  // schema-qualified, one per version column, for the tombstone read
 };
 
 // The statement; its single result row is (inserted, updated, deleted,

@@ -80,6 +80,37 @@ std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, 
     return out;
 }
 
+std::vector<std::string> arg_name_list(FunctionCallInfo fcinfo, int n, const char* name)
+{
+    const std::optional<std::string> given = arg_text(fcinfo, n);
+    if (!given)
+        return {};
+    const std::size_t first = given->find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || (*given)[first] != '{')
+        return {*given};
+    Datum* elems = nullptr;
+    bool* nulls = nullptr;
+    int count = 0;
+    pg_call([&]() noexcept {
+        Oid input = InvalidOid;
+        Oid ioparam = InvalidOid;
+        getTypeInputInfo(TEXTARRAYOID, &input, &ioparam);  // array_in needs a real FmgrInfo
+        const Datum array = OidInputFunctionCall(input, const_cast<char*>(given->c_str()), ioparam, -1);
+        deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &count);
+    });
+    if (count == 0)
+        throw UserError(sqlstate::kInvalidParameterValue, std::string(name) + " names no column", {},
+                        "Name a column, or several in order: " + std::string(name) + " => '{updated_at,_loaded_at}'.");
+    std::vector<std::string> out;
+    for (int i = 0; i < count; ++i) {
+        if (nulls[i])
+            throw UserError(sqlstate::kNullValueNotAllowed, std::string(name) + " must not contain NULL elements", {},
+                            "Name each column.");
+        out.emplace_back(pg_call([&]() noexcept { return TextDatumGetCString(elems[i]); }));
+    }
+    return out;
+}
+
 std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const char* name)
 {
     Datum* elems = nullptr;

@@ -28,6 +28,13 @@ std::optional<bool> arg_bool(FunctionCallInfo fcinfo, int n);
 // A text[]; NULL elements are refused (22004, naming the argument).
 std::optional<std::vector<std::string>> arg_text_array(FunctionCallInfo fcinfo, int n, const char* name);
 
+// A text argument naming one column, or several as a text[] literal
+// ('{updated_at,_loaded_at}': a value that starts with "{" is read as one,
+// as array input reads it; a column whose name starts with "{" is given as
+// '{"{name"}'). Empty when NULL; 22004 for a NULL element, 22023 for an
+// empty list.
+std::vector<std::string> arg_name_list(FunctionCallInfo fcinfo, int n, const char* name);
+
 // A regclass[] / oid[] argument (NULL elements refused, 22004).
 std::vector<std::uint32_t> arg_oid_array(FunctionCallInfo fcinfo, int n, const char* name);
 

@@ -49,5 +49,4 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
     return d;
 }
 
-
 }  // namespace pg_idempotent

@@ -13,8 +13,7 @@ using pg::Param;
 using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
-constexpr const char* kWhere =
-    " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2";
+constexpr const char* kWhere = " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2";
 
 UserError never_published(const Dataset& d)
 {
@@ -35,10 +34,10 @@ bool update_hold(pg::SpiSession& spi, const Dataset& d, const std::string& updat
         changed = !spi.query_saved(update, {Param::of_text(d.schema), Param::of_text(d.name), Param::of_text(who)})
                        .rows.empty();
         if (!changed)
-            published = !spi.query_saved(std::string("SELECT FROM idem.datasets") + kWhere +
-                                             " AND current_version IS NOT NULL",
-                                         {Param::of_text(d.schema), Param::of_text(d.name)})
-                             .rows.empty();
+            published =
+                !spi.query_saved(std::string("SELECT FROM idem.datasets") + kWhere + " AND current_version IS NOT NULL",
+                                 {Param::of_text(d.schema), Param::of_text(d.name)})
+                     .rows.empty();
     });
     if (!changed && require_published && !published)
         throw never_published(d);

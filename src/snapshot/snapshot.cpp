@@ -218,10 +218,37 @@ std::vector<core::AssignmentTarget> compare_columns(const pg::Relation& target, 
     return cols;
 }
 
+// One column of the timestamp strategy's order: in the target and the
+// source, not a key, named once; its type's btree operators.
+void plan_updated_at_column(const pg::Relation& target, const SnapshotOptions& o, const std::string& name,
+                            core::SnapshotSpec& spec)
+{
+    require_target_column(target, name, "updated_at");
+    if (spec.updated_at.has(pg::quote_ident(name)))
+        throw UserError(sqlstate::kDuplicateColumn, "updated_at column \"" + name + "\" is named more than once", {},
+                        "Name each column once: the first decides, the next breaks its ties.");
+    const core::AssignmentTarget* found = nullptr;
+    for (const auto& c : spec.insert_columns)
+        if (c.name == pg::quote_ident(name))
+            found = &c;
+    if (found == nullptr)
+        throw UserError(sqlstate::kUndefinedColumn, "updated_at column \"" + name + "\" is missing from the source", {},
+                        "Select the updated_at column in the source.");
+    if (contains(o.key, name))
+        throw UserError(sqlstate::kInvalidParameterValue, "updated_at cannot be a key column", {},
+                        "Pass a column that grows with each change, such as updated_at, that is not part of the key.");
+    spec.updated_at.columns.push_back(*found);
+    if (spec.updated_at.lt.empty()) {
+        const pg::Column* c = find_column(target.columns, name);
+        spec.updated_at.lt = pg::btree_operator(c->type_oid, 1, name);
+        spec.updated_at.eq = pg::btree_operator(c->type_oid, 3, name);
+    }
+}
+
 void plan_updated_at(const pg::Relation& target, const SnapshotOptions& o, core::SnapshotSpec& spec)
 {
     if (o.strategy == "check") {
-        if (o.updated_at)
+        if (!o.updated_at.empty())
             throw UserError(sqlstate::kInvalidParameterValue, "updated_at is for the timestamp strategy", {},
                             "Pass strategy => 'timestamp' with it, or leave it out.");
         return;
@@ -230,23 +257,17 @@ void plan_updated_at(const pg::Relation& target, const SnapshotOptions& o, core:
         throw UserError(sqlstate::kInvalidParameterValue, "strategy must be 'check' or 'timestamp'",
                         "It is '" + o.strategy + "'.",
                         "'check' opens a version when a compared column changes; 'timestamp' when updated_at grows.");
-    if (!o.updated_at)
+    if (o.updated_at.empty())
         throw UserError(sqlstate::kNullValueNotAllowed, "the timestamp strategy needs updated_at", {},
                         "Pass updated_at => 'the column whose larger value means a newer row'.");
-    require_target_column(target, *o.updated_at, "updated_at");
-    for (const auto& c : spec.insert_columns)
-        if (c.name == pg::quote_ident(*o.updated_at))
-            spec.updated_at = c;
-    if (!spec.updated_at)
-        throw UserError(sqlstate::kUndefinedColumn,
-                        "updated_at column \"" + *o.updated_at + "\" is missing from the source", {},
-                        "Select the updated_at column in the source.");
-    if (contains(o.key, *o.updated_at))
-        throw UserError(sqlstate::kInvalidParameterValue, "updated_at cannot be a key column", {},
-                        "Pass a column that grows with each change, such as updated_at, that is not part of the key.");
-    const pg::Column* c = find_column(target.columns, *o.updated_at);
-    spec.updated_lt = pg::btree_operator(c->type_oid, 1, *o.updated_at);
-    spec.updated_eq = pg::btree_operator(c->type_oid, 3, *o.updated_at);
+    for (const auto& name : o.updated_at)
+        plan_updated_at_column(target, o, name, spec);
+    // Several compare as rows, each by its type's default ordering: one
+    // without is refused here, as btree_operator refuses the first.
+    for (std::size_t i = 1; i < o.updated_at.size(); ++i) {
+        const pg::Column* c = find_column(target.columns, o.updated_at[i]);
+        (void)pg::btree_operator(c->type_oid, 1, o.updated_at[i]);
+    }
 }
 
 // new_record's marker: a boolean column of the target the source lacks.

@@ -19,7 +19,9 @@ namespace pg_idempotent {
 struct SnapshotOptions {
     std::vector<std::string> key;
     std::string strategy = "check";  // or "timestamp"
-    std::optional<std::string> updated_at;
+    // The timestamp strategy's column, or several compared in order
+    // ('{updated_at,_loaded_at}': the next breaks the ties of the one before).
+    std::vector<std::string> updated_at;
     std::optional<std::vector<std::string>> columns;          // check: the columns compared
     std::optional<std::vector<std::string>> exclude_columns;  // or all but these
     std::string hard_deletes = "ignore";                      // or "invalidate", "new_record"

@@ -69,7 +69,7 @@ std::string src_cte(const SnapshotSpec& s)
 {
     std::vector<std::string> cols;
     for (const auto& c : s.insert_columns) {
-        const bool cast = is_key(s, c) || (s.updated_at && s.updated_at->name == c.name);
+        const bool cast = is_key(s, c) || s.updated_at.has(c.name);
         cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
     }
     return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " + join(cols) +
@@ -88,8 +88,8 @@ std::string stats_cte(const SnapshotSpec& s)
         for (std::size_t i = 0; i < s.keys.size(); ++i)
             cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.keys[i].name + " IS NULL) AS null_" +
                            std::to_string(i));
-    if (s.updated_at)
-        cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.updated_at->name + " IS NULL) AS null_updated_at");
+    if (!s.updated_at.empty())
+        cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.updated_at.any_null("") + ") AS null_updated_at");
     if (finds_repeats(s))
         cols.push_back(repeat_hashes_column(s.keys));
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
@@ -107,9 +107,9 @@ std::string dups_cte(const SnapshotSpec& s)
 {
     const std::string joined = "SELECT src.* FROM src JOIN tops ON " + keys_match(s.keys, s.key_eq, "src", "tops");
     std::string rows = joined;
-    if (s.updated_at)
+    if (!s.updated_at.empty())
         rows = "SELECT * FROM (SELECT j.*, pg_catalog.rank() OVER (PARTITION BY " + key_list(s.keys, "j") +
-               " ORDER BY j." + s.updated_at->name + " DESC) AS \"idem$rank\" FROM (" + joined +
+               " ORDER BY " + s.updated_at.descending("j") + ") AS \"idem$rank\" FROM (" + joined +
                ") j) r WHERE r.\"idem$rank\" " + kEq + " 1";
     const std::string k = key_list(s.keys, "x");
     return "dups AS MATERIALIZED (SELECT " + k + " FROM (" + rows + ") x GROUP BY " + k +
@@ -123,10 +123,10 @@ std::string checks_cte(const SnapshotSpec& s)
         whens += " WHEN st.n " + std::string(kEq) +
                  " 0 THEN idem._raise('22023', 'the source is empty and hard_deletes => ''invalidate'' would close "
                  "every current version', NULL, 'Pass allow_empty => true if the source is empty on purpose.')\n";
-    if (s.updated_at)
+    if (!s.updated_at.empty())
         whens += " WHEN st.null_updated_at " + std::string(kGt) +
                  " 0 THEN idem._raise('23502', pg_catalog.format('null value in updated_at column %s of the source', " +
-                 s.updated_at->name_literal +
+                 s.updated_at.names_literal() +
                  "), pg_catalog.format('%s source rows have no updated_at.', st.null_updated_at), "
                  "'The timestamp strategy orders the versions of a key by updated_at: every row needs one.')\n";
     if (s.check_duplicates)
@@ -134,9 +134,11 @@ std::string checks_cte(const SnapshotSpec& s)
             " WHEN EXISTS (SELECT FROM dups) THEN (SELECT idem._raise('21000', "
             "'source rows with the same key differ', pg_catalog.format('Key %s appears more than once with "
             "different values" +
-            std::string(s.updated_at ? " at its largest updated_at" : "") + ".', " + key_text(s.keys, "d") + "), " +
-            (s.updated_at ? "'Give each change of a key a larger updated_at.'"
-                          : "'Remove the duplicates, or use the timestamp strategy so that the newest row wins.'") +
+            std::string(!s.updated_at.empty() ? " at its largest updated_at" : "") + ".', " + key_text(s.keys, "d") +
+            "), " +
+            (!s.updated_at.empty()
+                 ? "'Give each change of a key a larger updated_at.'"
+                 : "'Remove the duplicates, or use the timestamp strategy so that the newest row wins.'") +
             ") FROM dups d LIMIT 1)\n";
     if (whens.empty())
         return "checks AS MATERIALIZED (SELECT true AS ok)";
@@ -150,7 +152,7 @@ std::string dedup_cte(const SnapshotSpec& s)
     if (!s.check_duplicates)
         return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + ")";
     const std::string k = key_list(s.keys, "");
-    const std::string order = k + (s.updated_at ? ", " + s.updated_at->name + " DESC" : "");
+    const std::string order = k + (s.updated_at.empty() ? "" : ", " + s.updated_at.descending(""));
     const std::string repeated = "EXISTS (SELECT FROM tops r WHERE " + keys_match(s.keys, s.key_eq, "r", "src") + ")";
     const std::string some = "EXISTS (SELECT FROM tops)";
     return "dedup AS NOT MATERIALIZED (SELECT * FROM src WHERE " + ok + " AND NOT " + some +
@@ -165,11 +167,11 @@ std::string action_case(const SnapshotSpec& s)
     std::string c = "CASE WHEN c.\"idem$found\" IS NULL THEN " + std::to_string(kNew);
     if (s.deleted_column)
         c += " WHEN c." + *s.deleted_column + " IS TRUE THEN " + std::to_string(kChanged);
-    if (s.updated_at) {
-        const std::string du = "d." + s.updated_at->name;
-        const std::string cu = "c." + s.updated_at->name;
-        c += " WHEN " + du + " " + s.updated_lt + " " + cu + " THEN " + std::to_string(kStale) + " WHEN " + du + " " +
-             s.updated_eq + " " + cu + " THEN CASE WHEN " + same + " THEN " + std::to_string(kUnchanged) + " ELSE " +
+    if (!s.updated_at.empty()) {
+        const std::string du = s.updated_at.value("d");
+        const std::string cu = s.updated_at.value("c");
+        c += " WHEN " + s.updated_at.less(du, cu) + " THEN " + std::to_string(kStale) + " WHEN " +
+             s.updated_at.equal(du, cu) + " THEN CASE WHEN " + same + " THEN " + std::to_string(kUnchanged) + " ELSE " +
              std::to_string(kStale) + " END ELSE " + std::to_string(kChanged);
     } else {
         c += " WHEN " + same + " THEN " + std::to_string(kUnchanged) + " ELSE " + std::to_string(kChanged);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/version_order.hpp"
 
 namespace pg_idempotent::core {
 
@@ -57,11 +58,10 @@ struct SnapshotSpec {
     // call marks by NULL, valid_to is a timestamp); kNone: not checked.
     enum class OtherMark { kNone, kNull, kFarFuture };
     OtherMark other_mark = OtherMark::kNone;
-    // The timestamp strategy: the column (quoted, in insert_columns) whose
-    // larger value opens a version; its type's < and = operators.
-    std::optional<AssignmentTarget> updated_at;
-    std::string updated_lt;
-    std::string updated_eq;
+    // The timestamp strategy: the column (or columns compared in order,
+    // core/version_order.hpp; quoted, in insert_columns) whose larger value
+    // opens a version. Empty: the check strategy.
+    VersionOrder updated_at;
     bool invalidate = false;  // hard_deletes => 'invalidate' or 'new_record': close a gone key's version
     // hard_deletes => 'new_record': the boolean column (quoted) of the
     // version that marks a key deleted; a gone key also gets one, a copy of

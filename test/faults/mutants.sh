@@ -30,8 +30,8 @@ build_mutant() {
     (cd "$ROOT" && find src cli -name '*.o' -o -name '*.bc' -o -name '*.d' | tar -cf - -T - pg_idempotent.so cli/pg_idempotent 2>/dev/null) |
         tar -C "$MUTANT_SRC" -xf - 2>/dev/null
     {
-        mutate src/merge/merge_sql.cpp 's/(\n    if \()s\.version(\)\n        p \+= " WHEN d\." \+ s\.version->name \+ " " \+ s\.version_lt)/${1}false${2}/' &&
-        mutate src/merge/merge_sql.cpp 's/(std::string not_older\([^)]*\)\n\{\n    if \()!s\.version\)/${1}true)/' &&
+        mutate src/merge/merge_sql.cpp 's/(\n    if \()!s\.version\.empty\(\)(\)\n        p \+= " WHEN " \+ s\.version\.less\(s\.version\.value\("d"\))/${1}false${2}/' &&
+        mutate src/merge/merge_sql.cpp 's/(std::string not_older\([^)]*\)\n\{\n    if \()s\.version\.empty\(\)\)/${1}true)/' &&
         mutate src/keys/leases.cpp 's/if \(row->token != std::optional<std::int64_t>\(token\)\)/if (false)/' &&
         mutate src/keys/leases.cpp 's/\? " AND k\.token OPERATOR\(pg_catalog\.=\) \$4"/? " AND \$4::pg_catalog.int8 IS NOT NULL"/' &&
         mutate src/publish/publish.cpp 's/"DELETE FROM idem\.dataset_versions WHERE schema_name/"SELECT FROM idem.dataset_versions WHERE schema_name/'

@@ -66,10 +66,10 @@ MergeSpec versioned(MergeSpec s = plain())
 {
     s.insert_columns.push_back(col("ver", "bigint"));
     s.update_columns.push_back(col("ver", "bigint"));
-    s.version = col("ver", "bigint");
-    s.version_lt = kLt;
-    s.version_eq = kEq;
-    s.version_type = "bigint";
+    s.version.columns = {col("ver", "bigint")};
+    s.version.lt = kLt;
+    s.version.eq = kEq;
+    s.version_types = {"bigint"};
     return s;
 }
 
@@ -523,3 +523,25 @@ TEST(MergeSql, AKeyComparesInTheTargetColumnsCollation)
 }
 
 }  // namespace
+
+// Tie-breakers (issue 44): a version of two columns compares as rows, keeps
+// the newest of each repeated key by both, and stores a tombstone's version
+// as a jsonb array of canonical texts.
+TEST(MergeSql, SeveralVersionColumnsCompareAsRows)
+{
+    MergeSpec s = versioned();
+    s.version.columns.push_back(col("loaded", "timestamptz"));
+    s.version_types.push_back("timestamptz");
+    s.insert_columns.push_back(col("loaded", "timestamptz"));
+    s.update_columns.push_back(col("loaded", "timestamptz"));
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "plan"), "pg_catalog.record_lt(ROW(d.ver, d.loaded), ROW(t.ver, t.loaded))"));
+    EXPECT_TRUE(has(cte(sql, "plan"), "pg_catalog.record_eq(ROW(d.ver, d.loaded), ROW(t.ver, t.loaded))"));
+    EXPECT_TRUE(
+        has(cte(sql, "tops"),
+            "(pg_catalog.array_agg(ROW(src.ver, src.loaded) ORDER BY src.ver DESC, src.loaded DESC))[1] AS top"));
+    EXPECT_TRUE(has(cte(sql, "dups"), "pg_catalog.record_eq(ROW(src.ver, src.loaded), tops.top)"));
+    EXPECT_TRUE(has(cte(sql, "dedup"), "ORDER BY id, ver DESC, loaded DESC"));
+    EXPECT_TRUE(has(cte(sql, "stats"), "FILTER (WHERE (ver IS NULL OR loaded IS NULL)) AS null_version"));
+    EXPECT_FALSE(has(sql, "max(src.ver)"));
+}

@@ -236,10 +236,10 @@ TEST(MergeSqlGolden, Versioned)
                           "SELECT * FROM (VALUES (1, 9, 'one@9'), (2, 10, 'two@10'), (3, 11, 'three@11'), (4, 1, "
                           "'four@1')) s(id, v, payload)",
                           {col("id", "integer"), col("v", "bigint"), col("payload", "pg_catalog.text")});
-    s.version = col("v", "bigint");
-    s.version_lt = kLt;
-    s.version_eq = kEq;
-    s.version_type = "bigint";
+    s.version.columns = {col("v", "bigint")};
+    s.version.lt = kLt;
+    s.version.eq = kEq;
+    s.version_types = {"bigint"};
     expect_golden("versioned", s);
 }
 
@@ -254,10 +254,10 @@ TEST(MergeSqlGolden, HostileNamesVersionedWithDeletesAndTombstones)
                           "Schema\".\"Src \"\"1\"\"\"",
                           {key, col("\"Value Col\"", "pg_catalog.text", "'Value Col'"),
                            col("\"SELECT\"", "integer", "'SELECT'"), version});
-    s.version = version;
-    s.version_lt = kLt;
-    s.version_eq = kEq;
-    s.version_type = "timestamp with time zone";
+    s.version.columns = {version};
+    s.version.lt = kLt;
+    s.version.eq = kEq;
+    s.version_types = {"timestamp with time zone"};
     s.delete_column = "\"Del?\"";
     s.tombstones = true;
     expect_golden("hostile_versioned_tombstones", s);

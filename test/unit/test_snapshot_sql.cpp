@@ -70,9 +70,9 @@ TEST(SnapshotSql, EveryOperatorQualified)
     s.invalidate = true;
     s.deleted_column = "is_deleted";
     s.current_value = true;
-    s.updated_at = col("updated", "pg_catalog.timestamptz");
-    s.updated_lt = "OPERATOR(pg_catalog.<)";
-    s.updated_eq = "OPERATOR(pg_catalog.=)";
+    s.updated_at.columns = {col("updated", "pg_catalog.timestamptz")};
+    s.updated_at.lt = "OPERATOR(pg_catalog.<)";
+    s.updated_at.eq = "OPERATOR(pg_catalog.=)";
     s.source_sql = "SELECT 1";
     // UPDATE ... SET col = value is an assignment, not an operator.
     const std::string sql = std::regex_replace(build_snapshot_sql(s), std::regex(R"(SET \S+ = )"), "SET ");
@@ -114,10 +114,10 @@ TEST(SnapshotSql, HardDeletes)
 TEST(SnapshotSql, TimestampStrategy)
 {
     SnapshotSpec s = customers();
-    s.updated_at = col("updated", "pg_catalog.timestamptz");
-    s.updated_lt = "OPERATOR(pg_catalog.<)";
-    s.updated_eq = "OPERATOR(pg_catalog.=)";
-    s.insert_columns.push_back(*s.updated_at);
+    s.updated_at.columns = {col("updated", "pg_catalog.timestamptz")};
+    s.updated_at.lt = "OPERATOR(pg_catalog.<)";
+    s.updated_at.eq = "OPERATOR(pg_catalog.=)";
+    s.insert_columns.push_back(s.updated_at.columns[0]);
     const std::string sql = build_snapshot_sql(s);
     EXPECT_TRUE(has(sql, "WHEN d.updated OPERATOR(pg_catalog.<) c.updated THEN 5"));
     EXPECT_TRUE(has(sql, "ORDER BY id, updated DESC"));  // the newest duplicate wins
