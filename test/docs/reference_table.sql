@@ -22,7 +22,9 @@ paged AS (
     WHEN name IN ('overwrite_partition', 'replace_where', 'swap_partition') THEN 'overwrite.md'
     WHEN name IN ('run_once', 'advance', 'watermark', 'rewind', 'lock_job', 'mark_window', 'windows', 'gaps')
       THEN 'checkpoints.md'
-    WHEN name IN ('publish', 'rollback', 'versions', 'pin', 'adopt') THEN 'publish.md'
+    WHEN name IN ('publish', 'rollback', 'versions', 'pin', 'adopt', 'hold', 'release', 'dataset_status')
+      THEN 'publish.md'
+    WHEN name IN ('params') THEN 'reference.md'
     WHEN name IN ('purge_history') THEN 'history.md'
     WHEN name IN ('grant_usage', 'revoke_usage', 'purge_grants') THEN 'security.md'
     ELSE 'keys.md' END AS page
