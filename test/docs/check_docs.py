@@ -20,6 +20,10 @@ checked three ways:
   function or procedure of the installed extension.
 - `<!-- docs-test: skip REASON -->` before a block leaves it out, with the
   reason printed (the suite counts it).
+- `<!-- docs-test: file PATH -->` before a block (Python, a shell script):
+  the block is not run here but must be exactly the repository's file PATH,
+  which a test of its own runs (docs/recipes.md's Python files:
+  test/docs/recipes_test.py), so the page shows tested code.
 
 Unless a file's first block creates the extension, the harness creates it first.
 Besides the blocks, every file's relative links must name files that exist
@@ -108,7 +112,7 @@ def parse_blocks(path):
         else:
             blocks.append(block)
         blank_since_block = True
-    return [b for b in blocks if b.lang == "sql"]
+    return [b for b in blocks if b.lang == "sql" or (b.marker and b.marker[0] == "file")]
 
 
 def psql(args, dbname, sql):
@@ -205,6 +209,20 @@ def check_signature(args, dbname, path, block, problems):
         problems.append(f"{path}:{block.line}: signatures of functions that do not exist: {' '.join(missing)}")
 
 
+def check_file_copy(root, path, block, problems):
+    name = block.marker[1]
+    try:
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            want = f.read()
+    except OSError:
+        problems.append(f"{path}:{block.line}: docs-test: file {name}: no such file in the repository")
+        return
+    if block.text.strip("\n") != want.strip("\n"):
+        diff = difflib.unified_diff(want.strip("\n").splitlines(), block.text.strip("\n").splitlines(),
+                                    "the file " + name, "the block", lineterm="", n=1)
+        problems.append(f"{path}:{block.line}: the block differs from {name}\n" + "\n".join(list(diff)[:20]))
+
+
 def slug(heading):
     """GitHub's anchor for a heading."""
     text = re.sub(r"[`*]", "", heading.strip().lower())
@@ -284,6 +302,8 @@ def check_file(args, root, path, number):
                 skipped.append(f"{path}:{block.line}: {block.marker[1]}")
             elif kind == "signature":
                 check_signature(args, dbname, path, block, problems)
+            elif kind == "file":
+                check_file_copy(root, path, block, problems)
             elif kind is None:
                 check_block(args, dbname, path, block, problems)
             else:

@@ -67,6 +67,24 @@ while IFS= read -r line; do
 done <<<"$out"
 [ -n "$out" ] || result fail check_docs.py "printed nothing"
 
+# The Python recipes (docs/recipes.md shows their files, checked above),
+# run against this cluster with Debian's python3 and python3-psycopg.
+out=$(PGUSER=${PGUSER:-postgres} /usr/bin/python3 test/docs/recipes_test.py 2>&1)
+rc=$?
+ran=0
+failed=0
+while IFS= read -r line; do
+    case "$line" in
+        "ok "*) ran=$((ran + 1)); result ok "recipe-$ran" "${line#ok * - }" ;;
+        "not ok "*) ran=$((ran + 1)); failed=$((failed + 1)); result fail "recipe-$ran" "${line#not ok * - }" ;;
+        "1.."*) ;;
+        *) echo "$line" ;;
+    esac
+done <<<"$out"
+if [ "$ran" -eq 0 ] || { [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; }; then
+    result fail recipes "test/docs/recipes_test.py exited $rc after $ran tests" "$out"
+fi
+
 # 2. The checker fails where it must: each broken example names the problem
 # it plants in a line "<!-- expect: TEXT -->", and the checker's output must
 # say each.

@@ -36,8 +36,9 @@ TEST_DEPS+=(build-essential debhelper dpkg-dev postgresql-server-dev-all git unz
 # connection and reads each error's SQLSTATE.
 TEST_DEPS+=(libdbd-pg-perl)
 # python3: the docs suite (test/docs/check_docs.py) and the check that every
-# error has a HINT (test/unit/error_hints.py).
-TEST_DEPS+=(python3)
+# error has a HINT (test/unit/error_hints.py); python3-psycopg: the docs
+# suite runs the Python recipes of docs/recipes.md (test/docs/recipes_test.py).
+TEST_DEPS+=(python3 python3-psycopg)
 # gnuplot draws the bench report's chart (the bench suite, bench/report.sh).
 TEST_DEPS+=(gnuplot-nox)
 # The sanitizers' runtimes come with g++ (gcc 12's libasan8 and libubsan1 on
