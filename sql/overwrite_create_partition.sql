@@ -46,6 +46,20 @@ CREATE TABLE cp_sales_20240721 (x int);
 SELECT * FROM cp_job('2024-07-21', true);
 SELECT tableoid::regclass AS partition, count(*) FROM cp_sales WHERE day = '2024-07-21' GROUP BY 1;
 
+-- A hostile search_path changes nothing: the functions and operators that
+-- work out the bounds and the name are all schema-qualified.
+CREATE SCHEMA cp_evil;
+CREATE FUNCTION cp_evil.to_char(timestamp, text) RETURNS text LANGUAGE sql AS $$ SELECT 'evil' $$;
+CREATE FUNCTION cp_evil.generate_series(timestamp, timestamp, interval) RETURNS SETOF timestamp
+  LANGUAGE sql AS $$ SELECT '1999-01-01'::timestamp $$;
+CREATE FUNCTION cp_evil.lt(date, date) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+CREATE OPERATOR cp_evil.< (LEFTARG = date, RIGHTARG = date, FUNCTION = cp_evil.lt);
+SET search_path = cp_evil, public;
+SELECT * FROM cp_job('2024-07-22', true);
+RESET search_path;
+SELECT tableoid::regclass AS partition, count(*) FROM cp_sales WHERE day = '2024-07-22' GROUP BY 1;
+DROP SCHEMA cp_evil CASCADE;
+
 -- Monthly partitions: whole months; timestamptz hourly partitions: hours
 -- (stepped in UTC, whatever the session's time zone).
 CREATE TABLE cp_monthly (day date NOT NULL, n int) PARTITION BY RANGE (day);
