@@ -1,9 +1,11 @@
 // MD5 (RFC 1321): pure C++, no PostgreSQL header.
 //
-// idem.keys finds a key by md5(key)::uuid. SQL computes it with PostgreSQL's
-// md5(), which goes through OpenSSL's EVP interface: a context allocated and
-// a digest fetched per call, several microseconds for a short key, a visible
-// share of one claim. This is the same digest, computed in place.
+// Kept, though PostgreSQL exports an MD5 (pg_md5_binary), because the pure
+// core must compute it without a server: core::key_id names a long key by
+// it (unit-tested without PostgreSQL), as idem.keys did by md5(key)::uuid
+// before 0.8.0. PostgreSQL's goes through OpenSSL's EVP interface (a context
+// allocated and a digest fetched per call, several microseconds for a short
+// key, a visible share of one claim); this is the same digest, in place.
 #pragma once
 
 #include <cstddef>

@@ -25,7 +25,7 @@
 // INSERT's RETURNING digest is the digest of the cast rows of the same pass
 // over the query: no BEFORE trigger changed them, the query returned the
 // same rows twice). With it goes a sample of the query's row hashes
-// (overwrite/row_sample.hpp), so that a rerun whose query rows changed stops
+// (core/row_sample.hpp), so that a rerun whose query rows changed stops
 // reading the query at the first row that proves it.
 //
 // The record is a cache in idem.written_units, keyed by the partition's OID,

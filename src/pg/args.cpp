@@ -3,8 +3,8 @@
 #include <new>
 
 #include "core/row_image.hpp"
+#include "pg/column_image.hpp"
 #include "pg/guard.hpp"
-#include "pg_native/row_digest_receiver.hpp"
 
 extern "C" {
 #include "utils/json.h"

@@ -4,7 +4,7 @@
 
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
-#include "overwrite/row_sample.hpp"
+#include "core/row_sample.hpp"
 #include "pg_native/aggregate_context.hpp"
 #include "pg_native/row_digest_receiver.hpp"
 

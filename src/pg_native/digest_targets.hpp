@@ -9,7 +9,7 @@
 
 #include "core/digest.hpp"
 #include "core/row_image.hpp"
-#include "overwrite/row_sample.hpp"
+#include "core/row_sample.hpp"
 
 namespace pg_idempotent::pg {
 

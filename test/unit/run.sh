@@ -25,6 +25,17 @@ done
 # Only the boundary folders include PostgreSQL (docs/code-layout.md), and
 # the C++ is laid out as .clang-format says.
 bash test/unit/layout.sh
+# ...and it fails where it must: a copy of src/ with the boundary including
+# feature code (the upward include 0.8.0 had).
+planted=$(mktemp -d)
+cp -r src "$planted/src"
+sed -i '1i #include "pg_native/row_digest_receiver.hpp"' "$planted/src/pg/args.cpp"
+if LAYOUT_ROOT=$planted bash test/unit/layout.sh 2>/dev/null; then
+    echo "layout.sh passed a tree whose src/pg/args.cpp includes pg_native/" >&2
+    rm -rf "$planted"
+    exit 1
+fi
+rm -rf "$planted"
 python3 test/unit/error_hints.py
 # The layout is the one Debian 12's clang-format 14 gives (.clang-format):
 # later releases reflow some lambdas differently, so the check runs with 14

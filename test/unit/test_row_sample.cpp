@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "overwrite/row_sample.hpp"
+#include "core/row_sample.hpp"
 #include "random_digests.hpp"
 
 namespace {

@@ -49,7 +49,8 @@ TEST(VersionOrder, SeveralColumnsCompareAsRowsInOrder)
     const VersionOrder v = two();
     EXPECT_FALSE(v.single());
     EXPECT_EQ(v.value("d"), "ROW(d.ver, d.\"_loaded at\")");
-    EXPECT_EQ(v.less(v.value("d"), v.value("t")), "pg_catalog.record_lt(ROW(d.ver, d.\"_loaded at\"), ROW(t.ver, t.\"_loaded at\"))");
+    EXPECT_EQ(v.less(v.value("d"), v.value("t")),
+              "pg_catalog.record_lt(ROW(d.ver, d.\"_loaded at\"), ROW(t.ver, t.\"_loaded at\"))");
     EXPECT_EQ(v.equal("a", "b"), "pg_catalog.record_eq(a, b)");
     EXPECT_EQ(v.descending("j"), "j.ver DESC, j.\"_loaded at\" DESC");
     EXPECT_EQ(v.any_null(""), "(ver IS NULL OR \"_loaded at\" IS NULL)");

@@ -1,4 +1,4 @@
-#include "overwrite/row_sample.hpp"
+#include "core/row_sample.hpp"
 
 #include <algorithm>
 #include <limits>
