@@ -10,7 +10,7 @@ CREATE TABLE sales_by_day_0707 PARTITION OF sales_by_day FOR VALUES FROM ('2024-
 CREATE TABLE sales_by_day_0708 PARTITION OF sales_by_day FOR VALUES FROM ('2024-07-08') TO ('2024-07-09');
 CREATE FUNCTION load_day(d date, how text DEFAULT 'rewrite') RETURNS TABLE(action text, row_count bigint)
 LANGUAGE sql AS $f$
-  SELECT * FROM idem.overwrite_partition('sales_by_day', d,
+  SELECT action, row_count FROM idem.overwrite_partition('sales_by_day', d,
     format('SELECT day, store, count(*)::int, sum(amount) FROM raw_orders WHERE day = %L GROUP BY day, store', d),
     mode => how)
 $f$;

@@ -33,6 +33,13 @@ SELECT show_error($$SELECT * FROM idem.merge_query('bp_accounts', 'SELECT $1 AS 
 -- A value of another type than the query needs is PostgreSQL's own error.
 SELECT show_error($$SELECT * FROM idem.merge_query('bp_accounts', 'SELECT $1 AS id, ''b'' AS name, NULL AS note',
   params => idem.params('2024-07-07'::date))$$);
+-- params made by hand: as many types as values, none NULL, each one that exists.
+SELECT show_error($$SELECT * FROM idem.merge_query('bp_accounts', 'SELECT $1 AS id',
+  params => ROW('{int4,text}', '{1}')::idem.query_params)$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('bp_accounts', 'SELECT $1 AS id',
+  params => ROW('{NULL}', '{1}')::idem.query_params)$$);
+SELECT show_error($$SELECT * FROM idem.merge_query('bp_accounts', 'SELECT $1 AS id',
+  params => ROW(ARRAY[4294967295::oid::regtype], '{1}')::idem.query_params)$$);
 -- The run history records the values (the query's text is the caller's).
 SELECT function_name, params FROM idem.run_history WHERE target = 'public.bp_accounts' ORDER BY id;
 

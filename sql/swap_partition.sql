@@ -445,7 +445,9 @@ SELECT (SELECT string_agg(p.pubname, ', ') FROM pg_publication_rel r JOIN pg_pub
          WHERE r.prrelid = 'sw_loss_0707'::regclass) AS publications,
        (SELECT string_agg(stxname || ' ' || stxkind::text, ', ') FROM pg_statistic_ext
          WHERE stxrelid = 'sw_loss_0707'::regclass) AS statistics,
-       (SELECT relacl::text FROM pg_class WHERE oid = 'sw_loss_0707'::regclass) AS privileges;
+       -- The owner's own grant is left out: 17 added MAINTAIN (m) to it.
+       (SELECT string_agg(a::text, ',' ORDER BY a::text) FROM pg_class c, unnest(c.relacl) a
+         WHERE c.oid = 'sw_loss_0707'::regclass AND a::text NOT LIKE 'sw_owner=%') AS privileges;
 -- A NULL accept_losses is an error that names it.
 SELECT show_error($$SELECT idem.swap_partition('sw_loss_0707', 'sw_loss_0707', accept_losses => NULL)$$);
 RESET ROLE;

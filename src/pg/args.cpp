@@ -308,7 +308,12 @@ std::vector<TypedValue> variadic_values(FunctionCallInfo fcinfo)
 void require_bindable_type(Oid type)
 {
     const char kind = pg_call([&]() noexcept { return get_typtype(type); });
-    if (kind == TYPTYPE_PSEUDO || kind == '\0')
+    // A dropped type's OID (a regtype[] kept in a table): no name to show.
+    if (kind == '\0')
+        throw UserError(sqlstate::kUndefinedObject, "params names a type that does not exist (OID " +
+                                                        std::to_string(type) + ")", {},
+                        "Make params with idem.params(v1, v2, ...) where the job runs.");
+    if (kind == TYPTYPE_PSEUDO)
         throw UserError(sqlstate::kInvalidParameterValue,
                         "idem.params cannot carry a value of type " + type_display(type), {},
                         "Cast the value to a type with an input function: text, a number, a date, a row type.");

@@ -50,6 +50,7 @@ inline constexpr const char* kObjectNotInPrerequisiteState = "55000";
 inline constexpr const char* kLockNotAvailable = "55P03";
 inline constexpr const char* kInsufficientPrivilege = "42501";
 inline constexpr const char* kUndefinedTable = "42P01";
+inline constexpr const char* kUndefinedObject = "42704";
 inline constexpr const char* kDuplicateTable = "42P07";
 inline constexpr const char* kSerializationFailure = "40001";
 inline constexpr const char* kFeatureNotSupported = "0A000";

@@ -561,6 +561,23 @@ ARRAY[1, NULL]
 (SELECT p FROM fx_plain p WHERE id = 1)
 SQL
 
+# Bound parameters (idem.query_params): NULL, none, well-formed, a value
+# its type refuses, arrays of different lengths, a NULL type, a type that
+# does not exist as an OID, a huge value.
+$type_pool{'idem.query_params'} = pool(<<'SQL');
+NULL::idem.query_params
+idem.params()
+idem.params(1)
+idem.params(1, 'x'::text, '2024-07-07'::date, NULL::int)
+ROW('{int4}', '{not-a-number}')::idem.query_params
+ROW('{int4,text}', '{1}')::idem.query_params
+ROW('{NULL}', '{1}')::idem.query_params
+ROW(ARRAY[4294967295::oid::regtype], '{1}')::idem.query_params
+ROW(NULL, '{1}')::idem.query_params
+ROW('{text}', ARRAY[repeat('x', 1048576)])::idem.query_params
+ROW('{int4}', '{{1},{2}}')::idem.query_params
+SQL
+
 # The aggregate's support functions take internal, which SQL cannot make:
 # every call is refused (42883 or 42846) before it runs.
 $type_pool{internal} = pool(<<'SQL');
