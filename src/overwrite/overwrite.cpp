@@ -17,9 +17,11 @@
 #include "overwrite/written_units.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
+#include "pg/partition_lookup.hpp"
 #include "pg/roles.hpp"
 #include "pg/spi.hpp"
 #include "pg/transactions.hpp"
+#include "pg/values.hpp"
 #include "pg_native/statement_digest.hpp"
 
 namespace pg_idempotent {
@@ -236,25 +238,28 @@ std::int64_t count_of(pg::SpiSession& spi, const std::string& sql, const pg::Par
 }
 
 // The partition whose bound holds the value, if one does; default_takes_it
-// says whether the DEFAULT partition would.
-std::optional<Partition> partition_holding(pg::SpiSession& spi, const pg::Relation& parent,
-                                           const std::string& key_column, const std::string& key_cast,
-                                           const Param& key_param, bool& default_takes_it)
+// says whether the DEFAULT partition would. Found in the parent's partition
+// bounds (partition_lookup.hpp): nothing per partition, none of the others
+// locked.
+std::optional<Partition> partition_holding(pg::SpiSession& spi, const pg::Relation& parent, std::uint32_t key_type,
+                                           const std::string& key_cast, const Param& key_param, bool& default_takes_it)
 {
-    std::optional<Partition> found;
-    default_takes_it = false;
-    for (auto& p : partitions_of(spi, parent.oid)) {
-        auto hit = spi.query("SELECT EXISTS (SELECT FROM (SELECT " + key_cast + " AS " + pg::quote_ident(key_column) +
-                                 ") AS k WHERE " + p.constraint + ")::pg_catalog.text",
-                             {key_param});
-        if (hit.rows.at(0).at(0) != std::optional<std::string>("true"))
-            continue;
-        if (p.is_default)
-            default_takes_it = true;
-        else
-            found = std::move(p);
-    }
-    return found;
+    // The value crosses as canonical text (ISO, UTC): a session's own
+    // DateStyle may write a zone abbreviation that reads back as another zone.
+    pg::QueryResult shown;
+    pg::with_canonical_settings([&] { shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param}); });
+    const std::optional<std::string>& text = shown.rows.at(0).at(0);
+    const pg::TypedValue value = text ? pg::parse_canonical(*text, key_type) : pg::TypedValue{0, key_type, true};
+    const pg::PartitionForValue found = pg::partition_for_value(parent.oid, value);
+    default_takes_it = found.default_takes_it;
+    if (!found.partition)
+        return std::nullopt;
+    auto part = describe_partition(spi, *found.partition);
+    if (!part)
+        throw UserError(sqlstate::kUndefinedTable,
+                        "partition with OID " + std::to_string(*found.partition) + " does not exist", {},
+                        "It was dropped while overwrite_partition looked for it: run the call again.");
+    return part;
 }
 
 // What an INSERT ... RETURNING stored: the digest of its rows and, when it
@@ -517,7 +522,7 @@ std::optional<Partition> look_for_partition(pg::SpiSession& spi, const pg::Relat
     const std::string key_cast = "$1::" + pg::type_qualified(key.type);
     for (int attempt = 1;; ++attempt) {
         try {
-            return partition_holding(spi, parent, key.column, key_cast, key_param, default_takes_it);
+            return partition_holding(spi, parent, key.type, key_cast, key_param, default_takes_it);
         } catch (const UserError& e) {
             if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
                 throw;

@@ -66,11 +66,6 @@ std::optional<Partition> describe_partition(pg::SpiSession& spi, std::uint32_t o
     return std::move(found.front());
 }
 
-std::vector<Partition> partitions_of(pg::SpiSession& spi, std::uint32_t parent)
-{
-    return read_partitions(spi, "i.inhparent OPERATOR(pg_catalog.=) $1", parent);
-}
-
 void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& lock_timeout, const std::string& message,
                       const std::function<void()>& fn)
 {

@@ -35,9 +35,6 @@ struct Partition {
 // The partition, or nullopt when the relation is not a partition.
 std::optional<Partition> describe_partition(pg::SpiSession& spi, std::uint32_t oid);
 
-// Every partition of a partitioned table (in OID order).
-std::vector<Partition> partitions_of(pg::SpiSession& spi, std::uint32_t parent);
-
 // The locks that serialize overwrites (pg/unit_lock.hpp: no role but the
 // extension can take them). Each waits at most lock_timeout (NULL: the
 // session's setting); 55P03 "<what> is being overwritten by another

@@ -310,8 +310,8 @@ void require_bindable_type(Oid type)
     const char kind = pg_call([&]() noexcept { return get_typtype(type); });
     // A dropped type's OID (a regtype[] kept in a table): no name to show.
     if (kind == '\0')
-        throw UserError(sqlstate::kUndefinedObject, "params names a type that does not exist (OID " +
-                                                        std::to_string(type) + ")", {},
+        throw UserError(sqlstate::kUndefinedObject,
+                        "params names a type that does not exist (OID " + std::to_string(type) + ")", {},
                         "Make params with idem.params(v1, v2, ...) where the job runs.");
     if (kind == TYPTYPE_PSEUDO)
         throw UserError(sqlstate::kInvalidParameterValue,
