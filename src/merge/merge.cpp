@@ -14,12 +14,14 @@
 #include "merge/merge_sql.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
+#include "pg/partition_lookup.hpp"
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/step.hpp"
 #include "pg/transactions.hpp"
 #include "pg/unit_lock.hpp"
+#include "pg/values.hpp"
 
 namespace pg_idempotent {
 
@@ -322,10 +324,20 @@ void lock_target(pg::SpiSession& spi, const pg::Relation& target, const MergeOpt
 }
 
 // Whether the target has no row the caller can see (under the merge lock:
-// no other merge can fill it meanwhile).
-bool target_is_empty(pg::SpiSession& spi, const pg::Relation& target)
+// no other merge can fill it meanwhile); of a pruned merge, in the
+// partitions of the batch's values, the only ones its keys can be in.
+bool target_is_empty(pg::SpiSession& spi, const core::MergeSpec& spec, const pg::Relation& target,
+                     const std::optional<pg::Param>& prune_values)
 {
-    return spi.query("SELECT NOT EXISTS (SELECT 1 FROM " + target.qualified + ")").rows.at(0).at(0) == "t";
+    std::string sql = "SELECT NOT EXISTS (SELECT 1 FROM " + target.qualified + " AS t";
+    pg::Params params;
+    if (spec.prune && prune_values) {
+        core::MergeSpec alone = spec;
+        alone.prune->values = "$1";
+        sql += " WHERE true" + core::prune_condition(alone, "t");
+        params.push_back(*prune_values);
+    }
+    return spi.query(sql + ")", params).rows.at(0).at(0) == "t";
 }
 
 // Runs merge's statement under the settings it needs. Without JIT: the
@@ -358,15 +370,33 @@ pg::QueryResult first_load(pg::SpiSession& spi, const core::MergeSpec& spec, std
     return counts;
 }
 
+// The merge statement itself (build_merge_sql), with the unchanged keys plan
+// counted added to its counts.
+pg::QueryResult merge_statement(pg::SpiSession& spi, const core::MergeSpec& spec, const pg::Relation& target,
+                                const pg::Params& params)
+{
+    reset_conflicts(target.oid);
+    pg::QueryResult counts;
+    with_merge_settings([&] { counts = spi.query(core::build_merge_sql(spec), params, true); });
+    if (spec.count_unchanged) {  // the keys plan counted as it left them out
+        auto& unchanged = counts.rows.at(0).at(3);
+        unchanged = std::to_string(std::stoll(unchanged.value_or("0")) + conflicts(target.oid).same);
+    }
+    return counts;
+}
+
 // One row of counts: inserted, updated, deleted, unchanged, stale. A first
 // load into an empty target is the INSERT ... ON CONFLICT a user would
 // write (merge_sql.hpp); when the source has a NULL or repeated key, that
 // attempt is rolled back and the whole statement runs, which explains the
-// NULLs and collapses or refuses the repeats.
-pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, const pg::Relation& target,
-                          const pg::QueryParams& caller)
+// NULLs and collapses or refuses the repeats. A pruned statement whose
+// source turned out to have rows of other partitions is rolled back and
+// run again without pruning.
+pg::QueryResult run_merge(pg::SpiSession& spi, core::MergeSpec spec, const pg::Relation& target,
+                          const pg::QueryParams& caller, const std::optional<pg::Param>& prune_values)
 {
-    if (core::first_load_applies(spec) && sql_has(SqlFeature::kConflictTally) && target_is_empty(spi, target)) {
+    if (core::first_load_applies(spec) && sql_has(SqlFeature::kConflictTally) &&
+        target_is_empty(spi, spec, target, prune_values)) {
         pg::QueryResult counts;
         const auto failed = pg::try_in_subtransaction([&] { counts = first_load(spi, spec, target.oid, caller); });
         if (!failed)
@@ -375,18 +405,49 @@ pg::QueryResult run_merge(pg::SpiSession& spi, const core::MergeSpec& spec, cons
         if (code != sqlstate::kNotNullViolation && code != sqlstate::kCardinalityViolation)
             throw *failed;
     }
-    reset_conflicts(target.oid);
     const pg::Step step("merging the batch into the target");
+    pg::Params params = pg::with_caller_params({pg::Param::of_oid(target.oid)}, caller);
+    if (!spec.prune || !prune_values)
+        return merge_statement(spi, spec, target, params);
     pg::QueryResult counts;
-    with_merge_settings([&] {
-        counts = spi.query(core::build_merge_sql(spec), pg::with_caller_params({pg::Param::of_oid(target.oid)}, caller),
-                           true);
-    });
-    if (spec.count_unchanged) {  // the keys plan counted as it left them out
-        auto& unchanged = counts.rows.at(0).at(3);
-        unchanged = std::to_string(std::stoll(unchanged.value_or("0")) + conflicts(target.oid).same);
-    }
-    return counts;
+    params.push_back(*prune_values);
+    const auto failed = pg::try_in_subtransaction([&] { counts = merge_statement(spi, spec, target, params); });
+    if (!failed)
+        return counts;
+    if (pg::error_sqlstate(*failed) != sqlstate::kPruneMissed)
+        throw *failed;
+    spec.prune.reset();
+    params.pop_back();
+    return merge_statement(spi, spec, target, params);
+}
+
+// A partitioned target whose one partition key column is a key column
+// (merge_sql.hpp, PartitionPrune): the batch's values of that column, read
+// by one pass over the source, as the statement's last parameter; nothing
+// when the target is not such a table, delete_missing reads every partition
+// anyway, or the batch has more than 1,000 values (a backfill of years).
+std::optional<pg::Param> prune_to_batch(pg::SpiSession& spi, core::MergeSpec& spec, const pg::Relation& target,
+                                        const pg::QueryParams& caller, const MergeOptions& options)
+{
+    if (target.kind != 'p' || options.delete_missing || spec.citus)
+        return std::nullopt;
+    const std::optional<std::string> column = pg::partition_key_column(target.oid);
+    if (!column)
+        return std::nullopt;
+    const pg::Column* col = find_column(target.columns, *column);
+    const std::string quoted = pg::quote_ident(*column);
+    std::size_t key = 0;
+    while (key < spec.keys.size() && spec.keys[key].name != quoted)
+        ++key;
+    const std::uint32_t array = col == nullptr ? 0 : pg::array_type(col->type_oid);
+    if (key == spec.keys.size() || array == 0)
+        return std::nullopt;
+    const pg::QueryResult values = spi.query(core::build_partition_values_sql(spec, key, 1000), caller.values, true);
+    if (values.rows.empty() || !values.rows[0][0])
+        return std::nullopt;
+    spec.prune =
+        core::MergeSpec::PartitionPrune{key, "$" + std::to_string(caller.values.size() + 2), sqlstate::kPruneMissed};
+    return pg::Param::of_value(pg::parse_canonical(*values.rows[0][0], array));
 }
 
 // The source columns the target lacks (schema_drift.hpp); with columns
@@ -439,13 +500,14 @@ void merge(const pg::ResultSet& out, std::uint32_t target_oid, const MergeSource
     const bool locked = settle_merge_source(spi, target, src, options);
 
     core::MergeSpec spec = plan_merge(target, src, options, key, citus, excluded);
+    if (!options.dry_run && !locked)
+        lock_target(spi, target, options);
+    const std::optional<pg::Param> prune_values = prune_to_batch(spi, spec, target, src.params, options);
     // The statement's own $1 is the target: the caller's $n become $(n + 1).
     if (!src.params.empty())
         spec.source_sql = pg::shift_params(spec.source_sql, 1);
-    if (!options.dry_run && !locked)
-        lock_target(spi, target, options);
 
-    const pg::QueryResult counts = run_merge(spi, spec, target, src.params);
+    const pg::QueryResult counts = run_merge(spi, spec, target, src.params, prune_values);
     if (!options.dry_run)
         record_merge(spi, clock, target, src, counts);
     pg::return_text_rows(out, counts.rows);

@@ -98,6 +98,11 @@ std::string stats_cte(const MergeSpec& s)
         cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version.any_null("") + ") AS null_version");
     if (finds_repeats(s))
         cols.push_back(repeat_hashes_column(s.keys));
+    if (s.prune) {
+        const MergeColumn& k = s.keys.at(s.prune->key);
+        cols.push_back("pg_catalog.count(*) FILTER (WHERE NOT (" + k.name + " " + s.key_eq.at(s.prune->key) + " ANY (" +
+                       s.prune->values + "))) AS outside");
+    }
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
 }
 
@@ -178,6 +183,10 @@ std::string checks_cte(const MergeSpec& s)
     std::string whens;
     if (s.check_nulls)
         whens += core::null_key_checks(s.keys);
+    if (s.prune)
+        whens += " WHEN st.outside " + std::string(kGt) + " 0 THEN idem._raise('" + s.prune->sqlstate +
+                 "', 'the source has rows of partitions it did not have a moment before', NULL, "
+                 "'idem.merge catches this and runs again over every partition.')\n";
     if (!s.version.empty())
         whens += null_version_check(s);
     if (s.check_duplicates)
@@ -275,7 +284,8 @@ std::string action_case(const MergeSpec& s)
 std::string plan_cte(const MergeSpec& s)
 {
     std::string p = "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, " + action_case(s) +
-                    "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d");
+                    "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s, "t", "d") +
+                    prune_condition(s, "t");
     if (s.tombstones)
         p += "\n LEFT JOIN " + s.tombstones_reader + "($1::pg_catalog.regclass) AS tb ON tb.key_digest " + kEq + " " +
              row_digest(s.keys, "d", false);
@@ -426,8 +436,8 @@ std::string upd_cte(const MergeSpec& s)
         vals.push_back("p." + c.name);
     }
     return "upd AS (UPDATE " + s.target + " AS t SET (" + join(upd) + ") = ROW(" + join(vals) +
-           ") FROM todo AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") + not_older(s, "p") +
-           " RETURNING 1)";
+           ") FROM todo AS p WHERE " + action_is("p", kUpdate) + " AND " + keys_match(s, "t", "p") +
+           prune_condition(s, "t") + not_older(s, "p") + " RETURNING 1)";
 }
 
 // del: the source's deletes (delete_column).
@@ -436,7 +446,7 @@ std::string del_cte(const MergeSpec& s)
     if (!s.delete_column)
         return "del AS (SELECT 1 WHERE false)";
     return "del AS (DELETE FROM " + s.target + " AS t USING todo AS p WHERE " + action_is("p", kDelete) + " AND " +
-           keys_match(s, "t", "p") + not_older(s, "p") + " RETURNING 1)";
+           keys_match(s, "t", "p") + prune_condition(s, "t") + not_older(s, "p") + " RETURNING 1)";
 }
 
 // miss: the target's rows the source lacks (delete_missing).
@@ -519,6 +529,22 @@ std::string build_merge_sql(const MergeSpec& s)
     for (auto& cte : {todo_cte(), ins_cte(s), upd_cte(s), del_cte(s), miss_cte(s), tomb_cte(s)})
         ctes.push_back(cte);
     return with(ctes, counts(s));
+}
+
+std::string build_partition_values_sql(const MergeSpec& s, std::size_t key, int limit)
+{
+    const MergeColumn& k = s.keys.at(key);
+    return "SELECT idem._canonical_text(pg_catalog.array_agg(d.v)) FROM (SELECT DISTINCT " +
+           cast_to_target("s." + k.name, k) + " AS v FROM (" + s.source_sql +
+           "\n) AS s) AS d HAVING pg_catalog.count(*) OPERATOR(pg_catalog.<=) " + std::to_string(limit);
+}
+
+std::string prune_condition(const MergeSpec& s, const std::string& alias)
+{
+    if (!s.prune)
+        return {};
+    return " AND " + alias + "." + s.keys.at(s.prune->key).name + " " + s.key_eq.at(s.prune->key) + " ANY (" +
+           s.prune->values + ")";
 }
 
 bool first_load_applies(const MergeSpec& s)

@@ -79,6 +79,10 @@ inline constexpr const char* kKeyHashCollision = "ID003";
 // another worker, completed, or forgotten (save_point, complete,
 // check_lease given a token).
 inline constexpr const char* kLeaseLost = "ID004";
+// A merge kept to the partitions of its batch found source rows of others
+// (a source that changed since it was read): caught by the merge, which
+// runs again over every partition; never reaches a caller.
+inline constexpr const char* kPruneMissed = "ID901";
 // An event appended again with other content than the one already there
 // (idem.append; also in its statement's text as 'ID005').
 inline constexpr const char* kAppendConflict = "ID005";

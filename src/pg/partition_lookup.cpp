@@ -6,6 +6,7 @@ extern "C" {
 #include "access/table.h"
 #include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
+#include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
 }
@@ -56,6 +57,22 @@ PartitionForValue partition_for_value(std::uint32_t parent, const TypedValue& va
         table_close(rel, NoLock);
     });
     return out;
+}
+
+std::optional<std::string> partition_key_column(std::uint32_t parent)
+{
+    const char* name = pg_call([&]() noexcept -> const char* {
+        Relation rel = table_open(parent, AccessShareLock);
+        PartitionKey key = RelationGetPartitionKey(rel);
+        const char* column = nullptr;
+        if (key != nullptr && key->partnatts == 1 && key->partattrs[0] != 0)
+            column = get_attname(parent, key->partattrs[0], false);
+        table_close(rel, NoLock);
+        return column;
+    });
+    if (name == nullptr)
+        return std::nullopt;
+    return std::string(name);
 }
 
 }  // namespace pg_idempotent::pg

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "pg/values.hpp"
 
@@ -21,5 +22,9 @@ struct PartitionForValue {
 // value: of the key column's type. The parent is locked ACCESS SHARE, as any
 // query of it would be; detached (pending) partitions are left out.
 PartitionForValue partition_for_value(std::uint32_t parent, const TypedValue& value);
+
+// The name of the column a partitioned table is partitioned on, when its
+// partition key is one plain column (not several, not an expression).
+std::optional<std::string> partition_key_column(std::uint32_t parent);
 
 }  // namespace pg_idempotent::pg

@@ -31,6 +31,11 @@ void with_canonical_settings(const std::function<void()>& fn)
     with_settings(kCanonical, fn);
 }
 
+std::uint32_t array_type(std::uint32_t type)
+{
+    return pg_call([&]() noexcept { return get_array_type(type); });
+}
+
 bool type_is_ordered(std::uint32_t type)
 {
     return pg_call([&]() noexcept {

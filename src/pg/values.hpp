@@ -39,6 +39,9 @@ std::string type_qualified(std::uint32_t type);
 enum class TypeKind { kOther, kInteger, kBigint, kNumeric, kDate, kTimestamp, kTimestamptz, kInterval };
 TypeKind type_kind(std::uint32_t type);
 
+// The type of an array of the type (0 when it has none).
+std::uint32_t array_type(std::uint32_t type);
+
 // A domain's base type (the type itself for any other type).
 std::uint32_t base_type(std::uint32_t type);
 
