@@ -8,6 +8,7 @@
 #include "common/citus_tables.hpp"
 #include "common/conflict_tally.hpp"
 #include "common/installed_sql.hpp"
+#include "common/partition_prune.hpp"
 #include "common/run_history.hpp"
 #include "core/sql_text.hpp"
 #include "pg/errors.hpp"
@@ -249,6 +250,57 @@ std::vector<std::int64_t> run_append(pg::SpiSession& spi, const core::AppendSpec
     return full_append(spi, spec, target, params);
 }
 
+// A partitioned target (core/partition_prune.hpp): a key column that is its
+// partition key prunes to the batch's values of it; else within's column,
+// to the batch's range widened by within. The parameters after the
+// statement's own and the caller's; nullopt: not pruned.
+std::optional<pg::Params> prune_to_batch(pg::SpiSession& spi, core::AppendSpec& spec, const pg::Relation& target,
+                                         const pg::QueryParams& caller, const AppendOptions& options)
+{
+    const std::optional<pg::Column> column = single_partition_column(target);
+    if (!column || spec.citus)
+        return std::nullopt;
+    const std::string quoted = pg::quote_ident(column->name);
+    const int first = static_cast<int>(caller.values.size()) + 3;
+    for (std::size_t i = 0; i < spec.keys.size(); ++i) {
+        if (spec.keys[i].name != quoted)
+            continue;
+        core::PartitionPrune prune{spec.keys[i], spec.key_eq[i], false, first, sqlstate::kPruneMissed};
+        std::optional<pg::Param> values = read_batch_values(spi, spec.source_sql, prune, column->type_oid, caller);
+        if (!values)
+            return std::nullopt;
+        spec.prune = prune;
+        return pg::Params{*values};
+    }
+    if (!spec.window_column || spec.window_column->name != quoted)
+        return std::nullopt;
+    core::PartitionPrune prune{*spec.window_column, {}, true, first, sqlstate::kPruneMissed};
+    std::optional<pg::Params> window =
+        read_batch_window(spi, spec.source_sql, prune, column->type_oid, caller, *options.within);
+    if (window)
+        spec.prune = prune;
+    return window;
+}
+
+// run_append, pruned when it can be; a batch that turned out to have rows
+// outside what was read first is rolled back and appended again unpruned.
+std::vector<std::int64_t> run_pruned(pg::SpiSession& spi, core::AppendSpec& spec, const pg::Relation& target,
+                                     const pg::Params& params, const std::optional<pg::Params>& pruned)
+{
+    if (!spec.prune || !pruned)
+        return run_append(spi, spec, target, params);
+    pg::Params all = params;
+    all.insert(all.end(), pruned->begin(), pruned->end());
+    std::vector<std::int64_t> counts;
+    const auto failed = pg::try_in_subtransaction([&] { counts = run_append(spi, spec, target, all); });
+    if (!failed)
+        return counts;
+    if (pg::error_sqlstate(*failed) != sqlstate::kPruneMissed)
+        throw *failed;
+    spec.prune.reset();
+    return run_append(spi, spec, target, params);
+}
+
 void record_append(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
                    const std::vector<std::int64_t>& counts)
 {
@@ -301,10 +353,11 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     spec.citus = citus.kind != CitusKind::kNone;
     if (added.empty())
         lock_target(spi, target, arbiter);
+    const std::optional<pg::Params> pruned = prune_to_batch(spi, spec, target, src.params, options);
     if (!src.params.empty())  // after the statement's own $1 and $2
         spec.source_sql = pg::shift_params(spec.source_sql, 2);
     const std::vector<std::int64_t> counts =
-        run_append(spi, spec, target, statement_params(target, options.within, src.params));
+        run_pruned(spi, spec, target, statement_params(target, options.within, src.params), pruned);
     record_append(spi, clock, target, src, counts);
     pg::return_text_rows(out, {{std::to_string(counts[0]), std::to_string(counts[1]), std::to_string(counts[2])}});
     spi.finish();

@@ -34,7 +34,8 @@ std::string src_select(const AppendSpec& s)
     std::vector<std::string> cols;
     for (const auto& c : s.insert_columns)
         cols.push_back(is_key(s, c) ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
-    return "SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s";
+    const std::string checked = s.prune ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
+    return "SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s" + checked;
 }
 
 std::string src_cte(const AppendSpec& s)
@@ -128,13 +129,16 @@ std::string win_cte(const AppendSpec& s, bool from_stats)
            (from_stats ? "stats st)" : "src)");
 }
 
+// The target's rows a batch row can meet: the window's (within) and the
+// pruned partitions' (the planner leaves the others out).
 std::string window_filter(const AppendSpec& s, const std::string& alias = "t")
 {
+    const std::string pruned = s.prune ? prune_condition(*s.prune, alias) : std::string();
     if (!s.window_column)
-        return {};
+        return pruned;
     const std::string t = alias + "." + s.window_column->name;
     return " AND " + t + " OPERATOR(pg_catalog.>=) (SELECT lo FROM win) AND " + t +
-           " OPERATOR(pg_catalog.<=) (SELECT hi FROM win)";
+           " OPERATOR(pg_catalog.<=) (SELECT hi FROM win)" + pruned;
 }
 
 // plan: each key against the target. The keys whose event is already there
@@ -241,8 +245,7 @@ std::string build_fast_append_sql(const AppendSpec& s)
     } else if (s.window_column) {
         with = "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + win_cte(s, false) + "\n";
     }
-    if (s.window_column)
-        window = window_filter(s, "e");
+    window = window_filter(s, "e");
     const std::string from = with.empty() ? "(" + src_select(s) + ") AS s" : "src AS s";
     return with + "INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) + " FROM " + from +
            " LEFT JOIN " + s.target + " AS e ON " + keys_match(s.keys, s.key_eq, "e", "s") + window + "\n WHERE (" +

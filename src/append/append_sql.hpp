@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/partition_prune.hpp"
 
 namespace pg_idempotent::core {
 
@@ -51,6 +52,10 @@ struct AppendSpec {
     // ... WHERE): the whole statement only, its INSERT without ON CONFLICT
     // (appends of one target take turns on the coordinator).
     bool citus = false;
+    // A partitioned target whose partition key is a key column, or the
+    // column within widens: the batch's values (or range) of it, which src
+    // checks and every read of the target keeps to (core/partition_prune.hpp).
+    std::optional<PartitionPrune> prune;
 };
 
 // $1 is the target's OID (regclass), $2 the window's interval (with

@@ -8,20 +8,19 @@
 #include "common/citus_tables.hpp"
 #include "common/conflict_tally.hpp"
 #include "common/installed_sql.hpp"
+#include "common/partition_prune.hpp"
 #include "common/run_history.hpp"
 #include "common/schema_drift.hpp"
 #include "core/sql_text.hpp"
 #include "merge/merge_sql.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
-#include "pg/partition_lookup.hpp"
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg/step.hpp"
 #include "pg/transactions.hpp"
 #include "pg/unit_lock.hpp"
-#include "pg/values.hpp"
 
 namespace pg_idempotent {
 
@@ -332,8 +331,8 @@ bool target_is_empty(pg::SpiSession& spi, const core::MergeSpec& spec, const pg:
     std::string sql = "SELECT NOT EXISTS (SELECT 1 FROM " + target.qualified + " AS t";
     pg::Params params;
     if (spec.prune && prune_values) {
-        core::MergeSpec alone = spec;
-        alone.prune->values = "$1";
+        core::PartitionPrune alone = *spec.prune;
+        alone.first = 1;
         sql += " WHERE true" + core::prune_condition(alone, "t");
         params.push_back(*prune_values);
     }
@@ -429,25 +428,21 @@ pg::QueryResult run_merge(pg::SpiSession& spi, core::MergeSpec spec, const pg::R
 std::optional<pg::Param> prune_to_batch(pg::SpiSession& spi, core::MergeSpec& spec, const pg::Relation& target,
                                         const pg::QueryParams& caller, const MergeOptions& options)
 {
-    if (target.kind != 'p' || options.delete_missing || spec.citus)
+    const std::optional<pg::Column> column = single_partition_column(target);
+    if (!column || options.delete_missing || spec.citus)
         return std::nullopt;
-    const std::optional<std::string> column = pg::partition_key_column(target.oid);
-    if (!column)
-        return std::nullopt;
-    const pg::Column* col = find_column(target.columns, *column);
-    const std::string quoted = pg::quote_ident(*column);
-    std::size_t key = 0;
-    while (key < spec.keys.size() && spec.keys[key].name != quoted)
-        ++key;
-    const std::uint32_t array = col == nullptr ? 0 : pg::array_type(col->type_oid);
-    if (key == spec.keys.size() || array == 0)
-        return std::nullopt;
-    const pg::QueryResult values = spi.query(core::build_partition_values_sql(spec, key, 1000), caller.values, true);
-    if (values.rows.empty() || !values.rows[0][0])
-        return std::nullopt;
-    spec.prune =
-        core::MergeSpec::PartitionPrune{key, "$" + std::to_string(caller.values.size() + 2), sqlstate::kPruneMissed};
-    return pg::Param::of_value(pg::parse_canonical(*values.rows[0][0], array));
+    const std::string quoted = pg::quote_ident(column->name);
+    for (std::size_t i = 0; i < spec.keys.size(); ++i) {
+        if (spec.keys[i].name != quoted)
+            continue;
+        core::PartitionPrune prune{spec.keys[i], spec.key_eq[i], false, static_cast<int>(caller.values.size()) + 2,
+                                   sqlstate::kPruneMissed};
+        std::optional<pg::Param> values = read_batch_values(spi, spec.source_sql, prune, column->type_oid, caller);
+        if (values)
+            spec.prune = prune;
+        return values;
+    }
+    return std::nullopt;
 }
 
 // The source columns the target lacks (schema_drift.hpp); with columns

@@ -39,6 +39,11 @@ std::string key_text(const MergeSpec& s, const std::string& alias)
 // (merge_sql.hpp lists them). Each returns one CTE without the ",\n" that
 // separates it from the next.
 
+std::string prune_condition(const MergeSpec& s, const std::string& alias)
+{
+    return s.prune ? core::prune_condition(*s.prune, alias) : std::string();
+}
+
 bool is_key(const MergeSpec& s, const MergeColumn& c)
 {
     for (const auto& k : s.keys)
@@ -74,8 +79,9 @@ std::string src_cte(const MergeSpec& s)
     // inlined too: the planner can then join it to the target through both
     // indexes, as a hand-written MERGE would.
     const bool copy = s.check_duplicates && !s.stable_source;
+    const std::string checked = s.prune ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
     return std::string("src AS ") + (copy ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
-           join(source_columns(s)) + " FROM (" + s.source_sql + "\n) AS s)";
+           join(source_columns(s)) + " FROM (" + s.source_sql + "\n) AS s" + checked + ")";
 }
 
 // Whether stats finds the keys that may repeat, for tops to group only
@@ -98,11 +104,6 @@ std::string stats_cte(const MergeSpec& s)
         cols.push_back("pg_catalog.count(*) FILTER (WHERE " + s.version.any_null("") + ") AS null_version");
     if (finds_repeats(s))
         cols.push_back(repeat_hashes_column(s.keys));
-    if (s.prune) {
-        const MergeColumn& k = s.keys.at(s.prune->key);
-        cols.push_back("pg_catalog.count(*) FILTER (WHERE NOT (" + k.name + " " + s.key_eq.at(s.prune->key) + " ANY (" +
-                       s.prune->values + "))) AS outside");
-    }
     return "stats AS MATERIALIZED (SELECT " + join(cols) + " FROM src)";
 }
 
@@ -183,10 +184,6 @@ std::string checks_cte(const MergeSpec& s)
     std::string whens;
     if (s.check_nulls)
         whens += core::null_key_checks(s.keys);
-    if (s.prune)
-        whens += " WHEN st.outside " + std::string(kGt) + " 0 THEN idem._raise('" + s.prune->sqlstate +
-                 "', 'the source has rows of partitions it did not have a moment before', NULL, "
-                 "'idem.merge catches this and runs again over every partition.')\n";
     if (!s.version.empty())
         whens += null_version_check(s);
     if (s.check_duplicates)
@@ -529,22 +526,6 @@ std::string build_merge_sql(const MergeSpec& s)
     for (auto& cte : {todo_cte(), ins_cte(s), upd_cte(s), del_cte(s), miss_cte(s), tomb_cte(s)})
         ctes.push_back(cte);
     return with(ctes, counts(s));
-}
-
-std::string build_partition_values_sql(const MergeSpec& s, std::size_t key, int limit)
-{
-    const MergeColumn& k = s.keys.at(key);
-    return "SELECT idem._canonical_text(pg_catalog.array_agg(d.v)) FROM (SELECT DISTINCT " +
-           cast_to_target("s." + k.name, k) + " AS v FROM (" + s.source_sql +
-           "\n) AS s) AS d HAVING pg_catalog.count(*) OPERATOR(pg_catalog.<=) " + std::to_string(limit);
-}
-
-std::string prune_condition(const MergeSpec& s, const std::string& alias)
-{
-    if (!s.prune)
-        return {};
-    return " AND " + alias + "." + s.keys.at(s.prune->key).name + " " + s.key_eq.at(s.prune->key) + " ANY (" +
-           s.prune->values + ")";
 }
 
 bool first_load_applies(const MergeSpec& s)

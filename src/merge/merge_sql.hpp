@@ -23,12 +23,12 @@
 // merge_sql.cpp builds each with one function of the same name (src_cte, ...).
 #pragma once
 
-#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/partition_prune.hpp"
 #include "core/version_order.hpp"
 
 namespace pg_idempotent::core {
@@ -84,30 +84,10 @@ struct MergeSpec {
     bool citus = false;
     std::vector<std::string> version_types;  // schema-qualified, one per version column, for the tombstone read
     // A partitioned target whose partition key is one of keys: the batch's
-    // values of that key column, bound as an array, which every step that
-    // reads or writes the target keeps to, so that the planner leaves the
-    // other partitions out (neither planned nor locked: a merge of one day
-    // costs the same in a table of 1,000 daily partitions as in one of 10,
-    // and never waits on, nor holds up, another day's job). stats counts
-    // the source rows outside the values and checks raises
-    // (prune->sqlstate) for any: the source changed since the values were
-    // read (a volatile query), and the caller runs the statement again
-    // without.
-    struct PartitionPrune {
-        std::size_t key = 0;   // the index in keys of the partition key column
-        std::string values;    // the parameter holding the values: "$3"
-        std::string sqlstate;  // what checks raises for a row outside them
-    };
+    // values of it, which src checks and every step that reads or writes
+    // the target keeps to (core/partition_prune.hpp).
     std::optional<PartitionPrune> prune;
 };
-
-// One row with the canonical text of the array of the batch's distinct
-// values of keys[key] (as the statement casts them), or no row when there
-// are more than limit of them. The caller's parameters are $1, $2, ...
-std::string build_partition_values_sql(const MergeSpec& spec, std::size_t key, int limit);
-
-// " AND <alias>.<column> = ANY (<values>)" for a pruned statement, else "".
-std::string prune_condition(const MergeSpec& spec, const std::string& alias);
 
 // The statement; its single result row is (inserted, updated, deleted,
 // unchanged, stale) as bigints. $1 is the target's OID (regclass).
