@@ -4,12 +4,14 @@
 
 #include "common/citus_tables.hpp"
 #include "common/installed_sql.hpp"
+#include "common/partition_prune.hpp"
 #include "common/run_history.hpp"
 #include "core/sql_text.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
 #include "pg/settings.hpp"
 #include "pg/step.hpp"
+#include "pg/transactions.hpp"
 #include "pg/unit_lock.hpp"
 #include "snapshot/snapshot_sql.hpp"
 
@@ -372,19 +374,36 @@ void lock_target(const pg::Relation& target)
     pg::lock_unit(pg::UnitLockSpace::kSnapshotTarget, target.oid, pg::UnitLockMode::kExclusive);
 }
 
-std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::SnapshotSpec& spec, const pg::Relation& target,
-                                       const SnapshotOptions& o, const pg::QueryParams& caller)
+// A history partitioned on a key column (core/partition_prune.hpp): the
+// batch's values of it, after the statement's own $1 to $3 and the
+// caller's parameters; nullopt: not pruned.
+std::optional<pg::Param> prune_to_batch(pg::SpiSession& spi, core::SnapshotSpec& spec, const pg::Relation& target,
+                                        const pg::QueryParams& caller)
+{
+    const std::optional<pg::Column> column = single_partition_column(target);
+    if (!column || spec.invalidate)
+        return std::nullopt;
+    const std::string quoted = pg::quote_ident(column->name);
+    for (std::size_t i = 0; i < spec.keys.size(); ++i) {
+        if (spec.keys[i].name != quoted)
+            continue;
+        core::PartitionPrune prune{spec.keys[i], spec.key_eq[i], false, static_cast<int>(caller.values.size()) + 4,
+                                   sqlstate::kPruneMissed};
+        std::optional<pg::Param> values = read_batch_values(spi, spec.source_sql, prune, column->type_oid, caller);
+        if (values)
+            spec.prune = prune;
+        return values;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::int64_t> snapshot_statement(pg::SpiSession& spi, const core::SnapshotSpec& spec,
+                                             const pg::Relation& target, const pg::Params& params)
 {
     pg::QueryResult r;
     const pg::Step step("writing the versions of the history");
     // Without JIT: merge.cpp says why.
-    pg::with_settings({{"jit", "off"}}, [&] {
-        r = spi.query(core::build_snapshot_sql(spec),
-                      pg::with_caller_params({pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of),
-                                              pg::Param::of_text(o.valid_to_current)},
-                                             caller),
-                      true);
-    });
+    pg::with_settings({{"jit", "off"}}, [&] { r = spi.query(core::build_snapshot_sql(spec), params, true); });
     std::vector<std::int64_t> n;
     for (const auto& v : r.rows.at(0))
         n.push_back(std::stoll(v.value_or("0")));
@@ -401,6 +420,28 @@ std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, const core::Snapshot
                         "Retry the transaction; write the history only through idem.snapshot.");
     n.resize(5);
     return n;
+}
+
+// The statement, pruned when it can be; a batch that turned out to have
+// rows outside the values read first is rolled back and run again unpruned.
+std::vector<std::int64_t> run_snapshot(pg::SpiSession& spi, core::SnapshotSpec& spec, const pg::Relation& target,
+                                       const SnapshotOptions& o, const pg::QueryParams& caller,
+                                       const std::optional<pg::Param>& pruned)
+{
+    pg::Params params = pg::with_caller_params(
+        {pg::Param::of_oid(target.oid), pg::Param::of_value(o.as_of), pg::Param::of_text(o.valid_to_current)}, caller);
+    if (!spec.prune || !pruned)
+        return snapshot_statement(spi, spec, target, params);
+    std::vector<std::int64_t> n;
+    params.push_back(*pruned);
+    const auto failed = pg::try_in_subtransaction([&] { n = snapshot_statement(spi, spec, target, params); });
+    if (!failed)
+        return n;
+    if (pg::error_sqlstate(*failed) != sqlstate::kPruneMissed)
+        throw *failed;
+    spec.prune.reset();
+    params.pop_back();
+    return snapshot_statement(spi, spec, target, params);
 }
 
 void record_snapshot(pg::SpiSession& spi, const RunClock& clock, const pg::Relation& target, const SourceShape& src,
@@ -447,11 +488,12 @@ void snapshot(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSou
         target = describe_target(target_oid);
     }
     core::SnapshotSpec spec = plan_snapshot(spi, target, src, options);
-    if (!src.params.empty())  // after the statement's own $1 to $3
-        spec.source_sql = pg::shift_params(spec.source_sql, 3);
     if (added.empty())
         lock_target(target);
-    const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options, src.params);
+    const std::optional<pg::Param> pruned = prune_to_batch(spi, spec, target, src.params);
+    if (!src.params.empty())  // after the statement's own $1 to $3
+        spec.source_sql = pg::shift_params(spec.source_sql, 3);
+    const std::vector<std::int64_t> n = run_snapshot(spi, spec, target, options, src.params, pruned);
     record_snapshot(spi, clock, target, src, n, spec.deleted_column.has_value());
     pg::Row row;
     for (auto v : n)

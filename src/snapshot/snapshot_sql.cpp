@@ -72,8 +72,9 @@ std::string src_cte(const SnapshotSpec& s)
         const bool cast = is_key(s, c) || s.updated_at.has(c.name);
         cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
     }
+    const std::string checked = s.prune ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
     return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " + join(cols) +
-           " FROM (" + s.source_sql + "\n) AS s)";
+           " FROM (" + s.source_sql + "\n) AS s" + checked + ")";
 }
 
 bool finds_repeats(const SnapshotSpec& s)
@@ -179,14 +180,21 @@ std::string action_case(const SnapshotSpec& s)
     return c + " END";
 }
 
+// The condition that keeps a read of the history to the batch's partitions.
+std::string pruned(const SnapshotSpec& s, const std::string& alias)
+{
+    return s.prune ? prune_condition(*s.prune, alias) : std::string();
+}
+
 // plan: each key of the source against its current version. OFFSET 0 keeps
 // the action computed once per row.
 std::string plan_cte(const SnapshotSpec& s)
 {
     return "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, c." + s.valid_from + " AS " + kFrom + ", " +
            action_case(s) + " AS " + kAction + " FROM dedup d LEFT JOIN (SELECT true AS \"idem$found\", t.* FROM " +
-           s.target + " t WHERE " + current(s, "t") + ") c ON " + keys_match(s.keys, s.key_eq, "c", "d") +
-           " OFFSET 0) x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) + ")";
+           s.target + " t WHERE " + current(s, "t") + pruned(s, "t") + ") c ON " +
+           keys_match(s.keys, s.key_eq, "c", "d") + " OFFSET 0) x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " +
+           std::to_string(kUnchanged) + ")";
 }
 
 std::string gone_cte(const SnapshotSpec& s)
@@ -212,7 +220,7 @@ std::string other_convention_check(const SnapshotSpec& s)
             ? "h." + s.valid_to + " IS NULL"
             : "h." + s.valid_to + " OPERATOR(pg_catalog.>=) CAST('9999-01-01' AS " + s.validity_type + ")";
     return " WHEN EXISTS (SELECT FROM plan p JOIN " + s.target + " h ON " + keys_match(s.keys, s.key_eq, "h", "p") +
-           " WHERE " + action_is("p", kNew) + " AND " + other +
+           pruned(s, "h") + " WHERE " + action_is("p", kNew) + " AND " + other +
            ") THEN (SELECT idem._raise('55000', "
            "pg_catalog.format('%s holds versions current under another convention', $1::pg_catalog.regclass), "
            "pg_catalog.format('Key %s has a version with valid_to %s, which marks it current; this call would open "
@@ -220,8 +228,8 @@ std::string other_convention_check(const SnapshotSpec& s)
            key_text(s.keys, "p") + ", COALESCE(h." + s.valid_to +
            "::pg_catalog.text, 'NULL')), 'Write the history only through idem.snapshot, with one convention: close "
            "or remove the versions written otherwise.') FROM plan p JOIN " +
-           s.target + " h ON " + keys_match(s.keys, s.key_eq, "h", "p") + " WHERE " + action_is("p", kNew) + " AND " +
-           other + " LIMIT 1)";
+           s.target + " h ON " + keys_match(s.keys, s.key_eq, "h", "p") + pruned(s, "h") + " WHERE " +
+           action_is("p", kNew) + " AND " + other + " LIMIT 1)";
 }
 
 // Time moves forward: a version closed now began before now, and a key that
@@ -261,8 +269,8 @@ std::string cls_cte(const SnapshotSpec& s)
 {
     return "cls AS (UPDATE " + s.target + " AS t SET " + s.valid_to + " = " + run_at(s) + " FROM (SELECT " +
            key_list(s.keys, "p") + " FROM plan p WHERE " + action_is("p", kChanged) + " UNION ALL SELECT " +
-           key_list(s.keys, "g") + " FROM gone g) AS p WHERE " + keys_match(s.keys, s.key_eq, "t", "p") + " AND " +
-           current(s, "t") + " AND (SELECT ok FROM checks2) RETURNING 1)";
+           key_list(s.keys, "g") + " FROM gone g) AS p WHERE " + keys_match(s.keys, s.key_eq, "t", "p") +
+           pruned(s, "t") + " AND " + current(s, "t") + " AND (SELECT ok FROM checks2) RETURNING 1)";
 }
 
 std::string ins_cte(const SnapshotSpec& s)

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/partition_prune.hpp"
 #include "core/version_order.hpp"
 
 namespace pg_idempotent::core {
@@ -73,6 +74,11 @@ struct SnapshotSpec {
     bool check_duplicates = true;  // false: the source is unique on the key
     bool stable_source = false;    // a table: read in every step, not copied
     bool hash_keys = false;        // as merge's: repeated keys found from their hashes
+    // A history partitioned on a key column: the batch's values of it,
+    // which src checks and every read of the history keeps to
+    // (core/partition_prune.hpp). Not with invalidate (gone reads every
+    // current version).
+    std::optional<PartitionPrune> prune;
 };
 
 // $1 is the target's OID (regclass, for messages), $2 as_of (timestamptz or
