@@ -99,6 +99,14 @@ chmod -R a+rX "$PRIVATE"
 PGBIN=$PRIVATE_BIN
 export PATH="$PGBIN:$PATH"
 echo "== starting a private PostgreSQL $PG_MAJOR cluster" >&2
+# pg_stat_statements, when the installation has it, loaded but tracking
+# nothing: bench/partitions.sh turns it on in its own sessions for the
+# planning time of the statements a call runs.
+if [ -f "$("$PG_CONFIG_PRIVATE" --pkglibdir)/pg_stat_statements.so" ]; then
+    CLUSTER_EXTRA_CONF="${CLUSTER_EXTRA_CONF:-}
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = none"
+fi
 cluster_start
 # initdb's default for data checksums changed in 18 (on; 15: off): a
 # checksummed page is checksummed at every write and verified at every read
