@@ -1966,6 +1966,14 @@ ALTER TABLE idem.datasets ADD COLUMN held_at timestamptz, ADD COLUMN held_by tex
 COMMENT ON COLUMN idem.datasets.held_at IS 'When a hold on publish began (NULL: not held)';
 COMMENT ON COLUMN idem.datasets.held_by IS 'The role that set the hold';
 
+-- Publish at build speed (issue 45): each version keeps a sample of its
+-- rows' hashes, so that a publish of new content stops reading its query at
+-- the first row that proves it differs from the current version (the
+-- version is then built and checksummed in one pass over the query).
+ALTER TABLE idem.dataset_versions ADD COLUMN row_sample bytea;
+COMMENT ON COLUMN idem.dataset_versions.row_sample IS
+  'A sample of the version''s row hashes (modulus, then the sampled hashes; 8 bytes each, little-endian): a publish of other content stops reading its query at the first row outside it (NULL: a version that keeps none)';
+
 DROP FUNCTION idem.rollback(text, int, interval);
 CREATE FUNCTION idem.rollback(dataset text, version int DEFAULT NULL, lock_timeout interval DEFAULT NULL,
                               hold boolean DEFAULT false) RETURNS int

@@ -78,6 +78,11 @@ UPDATE before_update SET query_after = 'SELECT scope, md5(COALESCE(long_key, key
   'COALESCE(long_key, key) AS key, fingerprint, state, result, recovery_point, '
   'lease, claimed_at, completed_at, lease_until, claimed_by FROM idem.keys WHERE scope <> ''leases'''
  WHERE state = 'keys';
+-- 0.9.0 adds row_sample to idem.dataset_versions (NULL for a version
+-- published before): the versions compare the columns they had.
+UPDATE before_update SET query_after = 'SELECT schema_name, view_name, version, relation, row_count, checksum, '
+  'created_at, pinned FROM idem.dataset_versions'
+ WHERE state = 'dataset_versions';
 UPDATE before_update SET checksum = idem.checksum_query(query);
 
 -- One release at a time. At 0.2.0 the module is already the newest: it works

@@ -53,6 +53,8 @@ Probe probe_of(SqlFeature feature)
         return {"run_log", "params", nullptr, "0.9.0"};
     case SqlFeature::kDatasetHolds:
         return {"datasets", "held_at", nullptr, "0.9.0"};
+    case SqlFeature::kVersionSamples:
+        return {"dataset_versions", "row_sample", nullptr, "0.9.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -34,6 +34,15 @@ struct DigestTargets {
     const core::RowSample* check = nullptr;
     std::uint64_t max_rows = UINT64_MAX;
     bool* stopped = nullptr;
+    // The sample of the rows' hashes (of the columns before split), for a
+    // later pass to stop early (nullptr: none).
+    core::RowSampleBuilder* sample = nullptr;
+    // A table (OID; 0: none) that every row is also stored into, as CREATE
+    // TABLE AS stores them (bulk insert): a table built and checksummed in
+    // one pass over the statement. It must have the statement's columns,
+    // no index, trigger or constraint (made by CREATE TABLE ... AS ... WITH
+    // NO DATA), and be locked by the caller.
+    std::uint32_t store_into = 0;
 };
 
 }  // namespace pg_idempotent::pg

@@ -1,5 +1,12 @@
 #include "pg_native/row_digest_receiver.hpp"
 
+extern "C" {
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+}
+
 namespace pg_idempotent::pg {
 
 namespace {
@@ -22,7 +29,26 @@ struct RowDigestReceiver {
     int first_live;             // how many of them are before targets.split (all when split is 0)
     int natts;                  // of the descriptor the columns were read from
     int hashed_natts;           // natts less targets.tail
+    Relation store;             // targets.store_into, open while rows come
+    BulkInsertState bulk;
+    CommandId command;
 };
+
+// The table rows are stored into must have exactly the statement's columns:
+// the slots are inserted as they come.
+void open_store(RowDigestReceiver* r, TupleDesc typeinfo)
+{
+    r->store = table_open(r->targets.store_into, RowExclusiveLock);
+    TupleDesc stored = RelationGetDescr(r->store);
+    bool same = stored->natts == typeinfo->natts;
+    for (int i = 0; same && i < stored->natts; ++i)
+        same = TupleDescAttr(stored, i)->atttypid == TupleDescAttr(typeinfo, i)->atttypid &&
+               !TupleDescAttr(stored, i)->attisdropped;
+    if (!same)
+        elog(ERROR, "row digest receiver: relation %u does not have the statement's columns", r->targets.store_into);
+    r->bulk = GetBulkInsertState();
+    r->command = GetCurrentCommandId(true);
+}
 
 void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
 {
@@ -54,6 +80,8 @@ void receiver_startup(DestReceiver* self, int, TupleDesc typeinfo)
         if (i < split)
             r->first_live = r->live;
     }
+    if (r->targets.store_into != 0)
+        open_store(r, typeinfo);
 }
 
 // Hashes columns [from, to) of r->columns of the slot's values as one row.
@@ -107,6 +135,10 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
     if (copied)
         MemoryContextReset(r->row_context);
     t.digest->add(row);
+    if (t.sample != nullptr)
+        t.sample->add(row);
+    if (r->store != nullptr)
+        table_tuple_insert(r->store, slot, r->command, TABLE_INSERT_SKIP_FSM, r->bulk);
     if (t.tail > 0 && r->rows == 0) {
         for (int i = 0; i < t.tail; ++i)
             t.first_row_tail[i] = isnull[r->hashed_natts + i] ? 0 : DatumGetUInt32(values[r->hashed_natts + i]);
@@ -123,6 +155,12 @@ bool receiver_receive(TupleTableSlot* slot, DestReceiver* self)
 void receiver_shutdown(DestReceiver* self)
 {
     auto* r = reinterpret_cast<RowDigestReceiver*>(self);
+    if (r->store != nullptr) {
+        FreeBulkInsertState(r->bulk);
+        table_finish_bulk_insert(r->store, TABLE_INSERT_SKIP_FSM);
+        table_close(r->store, NoLock);
+        r->store = nullptr;
+    }
     if (r->context != nullptr) {
         MemoryContextDelete(r->context);  // and row_context, its child
         r->context = nullptr;

@@ -1,0 +1,30 @@
+// Whether a publish's query returns the current version's rows, learned as
+// early as one row can tell (issue 45). Each version keeps a sample of its
+// rows' hashes (core/row_sample.hpp); the query's rows are hashed against
+// it, and the first row outside the sample, or one row more than the
+// version holds, proves new content: the rest of the query is not read
+// before building the new version, which reads it once more anyway. Only a
+// query that may be the same content is read to its end, for its digest.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/digest.hpp"
+#include "pg/spi.hpp"
+#include "publish/dataset.hpp"
+
+namespace pg_idempotent {
+
+struct QueryCheck {
+    core::MultisetDigest digest;  // of every row, unless differs
+    bool differs = false;         // proven other content than version `against`
+    std::optional<int> against;   // the current version whose sample was used
+};
+
+// Hashes the query's rows (as the caller) against the current version's
+// sample, when it keeps one.
+QueryCheck check_against_current(pg::SpiSession& spi, const Dataset& d, const std::string& query,
+                                 const pg::Params& params);
+
+}  // namespace pg_idempotent
