@@ -307,6 +307,19 @@ RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 -- No row: the empty digest, and a sample that excludes every row.
 SELECT idem._digest_sample_agg(1) AS of_no_row WHERE false;
+-- Rows loaded by hand: no record to trust. An identical rerun hashes the
+-- partition and the query's rows as stored, and reads the query once
+-- (0.8.0 also hashed the query's own rows for a record it does not write,
+-- in the same pass); it writes nothing, so the next one does the same.
+TRUNCATE ws_0707;
+INSERT INTO ws SELECT * FROM ws_src;
+SELECT * FROM ws_run() AS by_hand_identical;
+SELECT * FROM ws_run() AS by_hand_identical_again;
+-- Changed by hand: that pass finds it, the query's own rows are read once
+-- more for the record, and once more to write them.
+UPDATE ws SET amount = amount + 1 WHERE id <= 10;
+SELECT * FROM ws_run() AS by_hand_changed;
+SELECT * FROM ws_run() AS identical_after_a_write;
 DROP TABLE ws, ws_src;
 DROP SEQUENCE ws_reads;
 DROP FUNCTION ws_run(text), ws_u64(bytea), ws_sample_is_the_bucket();
