@@ -14,7 +14,15 @@
 #      events of the last 5 days, delivered again. Against INSERT ... SELECT
 #      ... WHERE NOT EXISTS (SELECT FROM log WHERE id = b.id), which reads
 #      every partition; idem.append with within => '5 days' reads the days
-#      around the batch only (goal: <= 0.8x).
+#      around the batch only (issue 29's goal, 0.8x, was set on this shape;
+#      issue 45 kept the shape with <= 1.25x: the content and repeat checks
+#      that the NOT EXISTS does not make, on a log read half);
+#   3. the shape event pipelines run (issue 45): a log of 30 daily
+#      partitions holding 10 x N events (BENCH_APPEND_LOG_EVENTS), a daily
+#      batch of a fiftieth of that (200,000 at N = 1M) arriving on day 31, 20%
+#      of it replays of events of the last two days, within => '2 days',
+#      against the same NOT EXISTS, which probes the id index of every
+#      partition for every event (goal: <= 0.5x).
 # Before each timed statement (untimed): the new events of the previous
 # round are deleted (case 1) or their partitions truncated (case 2), then
 # VACUUM and a CHECKPOINT.
@@ -111,16 +119,70 @@ SELECT * FROM idem.append('ev_log', 'ev_log_batch', key => '{id}', exclude_colum
 SQL
 )\` (inserted, duplicate, conflicting); events in the log: $(bench_psql -c "SELECT count(*) FROM ev_log"), distinct ids: $(bench_psql -c "SELECT count(DISTINCT id) FROM ev_log")"
 
-report ""
-report "### Goals, $append_rows events"
-bench_goal_begin
-bench_goal "1. table with a primary key: idem.append / INSERT ... ON CONFLICT DO NOTHING" \
-    "$(bench_ratio "$pk_append" "$pk_ioc")" "<=" 1.10 x
-bench_goal "2. partitioned log: idem.append (within) / INSERT ... WHERE NOT EXISTS" \
-    "$(bench_ratio "$log_append" "$log_ne")" "<=" 0.8 x
-
 bench_psql >/dev/null <<'SQL'
 DROP TABLE ev, ev_batch, ev_log, ev_log_batch;
+SQL
+
+# 3. The daily shape: 30 days of history, a day's batch with 20% replays of
+# the last two days.
+daily_events=${BENCH_APPEND_LOG_EVENTS:-$((append_n * 10))}
+daily_per_day=$((daily_events / 30))
+daily_batch=$((daily_events / 50))
+daily_replays=$((daily_batch / 5))
+say "append: loading a log of 30 days, $(bench_rows "$daily_events") events, and a batch of $(bench_rows "$daily_batch")"
+bench_psql <<SQL
+CREATE TABLE ev_daily (id bigint NOT NULL, day date NOT NULL, at timestamptz NOT NULL, kind text, payload jsonb,
+                       amount numeric(12,2), n int) PARTITION BY RANGE (day);
+SELECT format('CREATE TABLE ev_daily_%s PARTITION OF ev_daily FOR VALUES FROM (%L) TO (%L) WITH (autovacuum_enabled = off)',
+              d, date '2026-01-01' + d - 1, date '2026-01-01' + d)
+  FROM generate_series(1, 31) d \gexec
+INSERT INTO ev_daily SELECT id, date '2026-01-01' + least(((id - 1) / $daily_per_day)::int, 29), at, kind, payload, amount, n
+  FROM (SELECT $event_cols FROM generate_series(1::bigint, $daily_events) g) e;
+CREATE INDEX ON ev_daily (id);
+-- Day 31's batch: new events, then replays of days 29 and 30 (the same
+-- content; delivered again, they arrive on day 31).
+CREATE TABLE ev_daily_batch (LIKE ev_daily) WITH (autovacuum_enabled = off);
+INSERT INTO ev_daily_batch SELECT id, date '2026-01-31', at, kind, payload, amount, n
+  FROM (SELECT $event_cols FROM generate_series($((daily_events + 1))::bigint, $((daily_events + daily_batch - daily_replays))) g
+        UNION ALL
+        SELECT $event_cols FROM generate_series($((daily_events - 2 * daily_per_day + 1))::bigint,
+                                                $((daily_events - 2 * daily_per_day + daily_replays))) g) e;
+VACUUM ANALYZE ev_daily;
+VACUUM ANALYZE ev_daily_batch;
+SQL
+report ""
+report "### 3. A log of 30 daily partitions, $(bench_rows "$daily_events") events; a day's batch of $(bench_rows "$daily_batch"), 20% replays of the last two days"
+report ""
+report "An index on the id in each partition, no global unique index; the batch arrives on day 31 (its own partition, empty before each round); $(bench_rows "$daily_replays") of its events are events of days 29 and 30 delivered again. \`idem.append\` with \`within => '2 days'\` reads days 29 to 31 (the rest are neither planned nor locked); the NOT EXISTS probes the id index of all 31 partitions for every event."
+daily_reset="TRUNCATE ev_daily_31; VACUUM ev_daily; CHECKPOINT;"
+BENCH_RESET=([not_exists]="$daily_reset" [append]="$daily_reset")
+bench_compare "append_daily_$daily_events" \
+    not_exists "INSERT INTO ev_daily SELECT * FROM ev_daily_batch b WHERE NOT EXISTS (SELECT FROM ev_daily l WHERE l.id = b.id)" \
+    append "SELECT * FROM idem.append('ev_daily', 'ev_daily_batch', key => '{id}', exclude_columns => '{day}', within => '2 days')"
+BENCH_RESET=()
+daily_ne=${BENCH_MEDIAN[not_exists]}
+daily_append=${BENCH_MEDIAN[append]}
+bench_tsv append "daily batch into a log of 30 days, 20% replays" "$daily_events" "$daily_append" "$daily_ne" \
+    "idem.append, within 2 days" "INSERT ... WHERE NOT EXISTS"
+report ""
+report "- counts of one more run: \`$(bench_psql -F ' ' <<SQL
+$daily_reset
+SELECT * FROM idem.append('ev_daily', 'ev_daily_batch', key => '{id}', exclude_columns => '{day}', within => '2 days');
+SQL
+)\` (inserted, duplicate, conflicting); events on day 31: $(bench_psql -c "SELECT count(*) FROM ev_daily_31"), distinct ids in the log: $(bench_psql -c "SELECT count(DISTINCT id) FROM ev_daily") of $(bench_psql -c "SELECT count(*) FROM ev_daily")"
+
+report ""
+report "### Goals"
+bench_goal_begin
+bench_goal "1. table with a primary key, $append_rows events: idem.append / INSERT ... ON CONFLICT DO NOTHING" \
+    "$(bench_ratio "$pk_append" "$pk_ioc")" "<=" 1.10 x
+bench_goal "2. partitioned log, $append_rows events half replayed: idem.append (within) / INSERT ... WHERE NOT EXISTS" \
+    "$(bench_ratio "$log_append" "$log_ne")" "<=" 1.25 x
+bench_goal "3. daily batch into 30 days of $(bench_rows "$daily_events") events: idem.append (within) / INSERT ... WHERE NOT EXISTS" \
+    "$(bench_ratio "$daily_append" "$daily_ne")" "<=" 0.5 x
+
+bench_psql >/dev/null <<'SQL'
+DROP TABLE ev_daily, ev_daily_batch;
 ALTER SYSTEM RESET autovacuum;
 SELECT pg_reload_conf();
 SQL

@@ -3,12 +3,14 @@
 # idem.claim throughput under pgbench (8 clients, 2 pgbench threads), against
 # a bare INSERT ... ON CONFLICT DO NOTHING into an equivalent table:
 #   - bare_keys (scope text, key text, PRIMARY KEY (scope, key)): the simple
-#     equivalent, the main comparison (goal, issue 27: claim >= 0.95x its
-#     tps), claimed as superuser (claim) and as a pipeline role granted the
-#     scope (claim_role: the grant check, cached across transactions);
+#     equivalent (issue 27's goal, 0.95x its tps, was set against it; issue
+#     45 replaced it: reported, with the per-call profile that explains it);
 #   - bare_full (LIKE idem.keys INCLUDING ALL): same columns, primary key on
 #     (scope, key) and age index as idem.keys, filled with the same row
-#     claim writes: what the INSERT alone costs, without claim's checks.
+#     claim writes: what the INSERT alone costs, without claim's checks (the
+#     goal, issue 45: claim >= 0.97x its tps, claimed as superuser (claim)
+#     and as a pipeline role granted the scope (claim_role: the grant check,
+#     cached across transactions)).
 # Two suites: fresh keys (every transaction a new key), and 50% duplicates
 # (half the transactions draw one of BENCH_KEYS_DUP_N already claimed keys,
 # the other half a fresh one, so the share stays 50% for the whole run).
@@ -239,13 +241,16 @@ keys_suite dup "50% duplicates: half the transactions claim one of ${keys_dup_n}
 keys_dup_claim=${KEYS_MEDIAN_TPS[claim]} keys_dup_bare=${KEYS_MEDIAN_TPS[bare]} keys_dup_full=${KEYS_MEDIAN_TPS[full]}
 keys_dup_role=${KEYS_MEDIAN_TPS[claim_role]}
 
+# The goals (issue 45): against the same row inserted by SQL (\`full\`),
+# which is what the guarantees need; the bare two-column table is reported
+# with the per-call profile below that explains the difference (no goal).
 bench_goal_begin
-bench_goal "claim tps / bare INSERT tps, fresh keys" "$(bench_ratio "$keys_fresh_claim" "$keys_fresh_bare")" ">=" 0.95 x
-bench_goal "claim tps / bare INSERT tps, 50% duplicates" "$(bench_ratio "$keys_dup_claim" "$keys_dup_bare")" ">=" 0.95 x
-bench_goal "claim as a granted role, tps / bare INSERT tps, fresh keys" "$(bench_ratio "$keys_fresh_role" "$keys_fresh_bare")" ">=" 0.95 x
-bench_goal "claim as a granted role, tps / bare INSERT tps, 50% duplicates" "$(bench_ratio "$keys_dup_role" "$keys_dup_bare")" ">=" 0.95 x
+bench_goal "claim tps / the same row inserted by SQL, fresh keys" "$(bench_ratio "$keys_fresh_claim" "$keys_fresh_full")" ">=" 0.97 x
+bench_goal "claim tps / the same row inserted by SQL, 50% duplicates" "$(bench_ratio "$keys_dup_claim" "$keys_dup_full")" ">=" 0.97 x
+bench_goal "claim as a granted role, tps / the same row inserted by SQL, fresh keys" "$(bench_ratio "$keys_fresh_role" "$keys_fresh_full")" ">=" 0.97 x
+bench_goal "claim as a granted role, tps / the same row inserted by SQL, 50% duplicates" "$(bench_ratio "$keys_dup_role" "$keys_dup_full")" ">=" 0.97 x
 report ""
-report "Against \`full\` (same row as idem.keys, not a goal): claim at $(bench_ratio "$keys_fresh_claim" "$keys_fresh_full")x its tps with fresh keys, $(bench_ratio "$keys_dup_claim" "$keys_dup_full")x with 50% duplicates."
+report "Against the bare two-column table (not a goal: it lacks the columns and the age index the guarantees need; the per-call profile below shows what each adds): claim at $(bench_ratio "$keys_fresh_claim" "$keys_fresh_bare")x its tps with fresh keys, $(bench_ratio "$keys_dup_claim" "$keys_dup_bare")x with 50% duplicates; as a granted role $(bench_ratio "$keys_fresh_role" "$keys_fresh_bare")x and $(bench_ratio "$keys_dup_role" "$keys_dup_bare")x."
 
 # Where claim's time goes: the server-side cost of one call, without the
 # client, the socket or the commit. N calls in a DO loop (one transaction,
@@ -352,6 +357,13 @@ for v in bare full claim; do
     report "| $v | $(awk -v a="$x1" -v b="$x0" -v n="$keys_xacts" 'BEGIN { printf "%.2f", (a - b) / n }') | $(awk -v w="$wal" -v n="$keys_xacts" 'BEGIN { printf "%.0f", w / n }') |"
 done
 
+# The per-call loops are judged on at least 5 interleaved rounds (one round
+# is inside this machine's noise): BENCH_KEYS_LOOP_ROUNDS, default the
+# larger of 5 and BENCH_ROUNDS.
+keys_loop_rounds=${BENCH_KEYS_LOOP_ROUNDS:-$(( BENCH_ROUNDS > 5 ? BENCH_ROUNDS : 5 ))}
+keys_saved_rounds=$BENCH_ROUNDS
+BENCH_ROUNDS=$keys_loop_rounds
+
 # Claim against the number of keys already in the table. Per size N:
 # idem.keys holds N keys claimed through claim_many ('d-1' .. 'd-N'), the
 # bare table the same N keys; then keys_calls calls in one DO loop, fresh
@@ -402,7 +414,7 @@ for n in "${BENCH_SIZE_LIST[@]}"; do
     bench_psql >/dev/null <<<"DELETE FROM bare_keys WHERE key LIKE 'c%'; DELETE FROM idem.keys WHERE key LIKE 'c%'; VACUUM bare_keys; VACUUM idem.keys; CHECKPOINT;"
     bench_tsv claim "fresh keys, $(bench_rows "$keys_calls") calls" "$n" "${BENCH_MEDIAN[claim]}" "${BENCH_MEDIAN[bare]}" \
         "idem.claim(key)" "INSERT INTO bare_keys ... ON CONFLICT DO NOTHING"
-    keys_loop_fresh_ratio=$(bench_ratio "${BENCH_MEDIAN[claim]}" "${BENCH_MEDIAN[bare]}")
+    keys_loop_fresh_ratio=$(bench_paired_ratio "keys_size_fresh_$n" claim bare)
     report ""
     report "Duplicates:"
     bench_compare "keys_size_dup_$n" \
@@ -410,16 +422,21 @@ for n in "${BENCH_SIZE_LIST[@]}"; do
         claim "$(keys_loop "PERFORM idem.claim($(keys_size_dup_key "$n"))")"
     bench_tsv claim "duplicate keys, $(bench_rows "$keys_calls") calls" "$n" "${BENCH_MEDIAN[claim]}" "${BENCH_MEDIAN[bare]}" \
         "idem.claim(key)" "INSERT INTO bare_keys ... ON CONFLICT DO NOTHING"
-    keys_loop_dup_ratio=$(bench_ratio "${BENCH_MEDIAN[claim]}" "${BENCH_MEDIAN[bare]}")
+    keys_loop_dup_ratio=$(bench_paired_ratio "keys_size_dup_$n" claim bare)
     # Every round must have started from the same N keys, and the
     # duplicates must not have added any.
     got=$(bench_psql -c "SELECT (SELECT count(*) FROM idem.keys) || ' ' || (SELECT count(*) FROM bare_keys)")
     [ "$got" = "$n $n" ] || { echo "keys: after the $n-key rounds, '$got' keys instead of $n" >&2; return 1; }
 done
 
-# The per-call goals (issue 27), at the largest size.
+BENCH_ROUNDS=$keys_saved_rounds
+
+# The per-call goals (issue 27), at the largest size: the median over the
+# rounds of claim / bare in the same round (issue 45).
 report ""
 report "### Goals of the per-call loops, $(bench_rows "$BENCH_SIZE_MAX") keys in the table"
+report ""
+report "Each: the median over $keys_loop_rounds interleaved rounds of claim's time / the bare INSERT's in the same round."
 bench_goal_begin
 bench_goal "claim / bare INSERT, $(bench_rows "$keys_calls") calls, fresh keys" "$keys_loop_fresh_ratio" "<=" 1.20 x
 bench_goal "claim / bare INSERT, $(bench_rows "$keys_calls") calls, duplicate keys" "$keys_loop_dup_ratio" "<=" 1.10 x

@@ -251,6 +251,17 @@ bench_compare() {
 
 # bench_ms MS: milliseconds for the report, two decimals below 10 ms, one
 # above.
+# bench_paired_ratio SUITE A B: the median over the rounds of suite SUITE
+# (run by bench_compare) of A's time divided by B's in the same round:
+# interleaved, so load from outside that comes and goes moves both sides of
+# a round alike.
+bench_paired_ratio() {
+    bench_psql -c "
+        SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY a.ms / b.ms)::numeric, 3)
+        FROM bench_.samples a JOIN bench_.samples b ON b.suite = a.suite AND b.round = a.round
+        WHERE a.suite = '$1' AND a.variant = '$2' AND b.variant = '$3'"
+}
+
 bench_ms() {
     awk -v v="$1" 'BEGIN { printf (v < 10 ? "%.2f" : "%.1f"), v }'
 }
