@@ -185,3 +185,17 @@ SELECT * FROM idem.append_query('a_log',
   $$SELECT 8::bigint AS event_id, date '2026-01-03' AS day, 'k8' AS kind$$, key => '{event_id}', within => '1 day');
 RESET search_path;
 SELECT event_id, kind FROM a_events ORDER BY event_id;
+
+-- An empty target (created, or truncated, and analyzed): the one INSERT has
+-- nothing to look up and joins nothing (the join was planned as a scan of
+-- the empty table per event, which then read every page the INSERT added).
+-- A key the batch repeats fails it, and the whole statement explains it.
+CREATE TABLE a_empty (id bigint PRIMARY KEY, v text);
+ANALYZE a_empty;
+SELECT * FROM idem.append_query('a_empty', $$SELECT g::bigint AS id, 'v' || g AS v FROM generate_series(1, 3) g$$);
+TRUNCATE a_empty;
+ANALYZE a_empty;
+SELECT * FROM idem.append_query('a_empty', $$SELECT 1::bigint AS id, 'a' AS v UNION ALL SELECT 1, 'a' UNION ALL SELECT 2, 'b'$$);
+SELECT show_error($$SELECT * FROM idem.append_query('a_empty', 'SELECT 3::bigint AS id, ''a'' AS v UNION ALL SELECT 3, ''b''')$$);
+SELECT * FROM a_empty ORDER BY id;
+DROP TABLE a_empty;

@@ -282,6 +282,22 @@ std::optional<pg::Params> prune_to_batch(pg::SpiSession& spi, core::AppendSpec& 
     return window;
 }
 
+// Whether the target holds no row the caller can see (of a pruned append,
+// in the batch's partitions), under the append's lock.
+bool target_is_empty(pg::SpiSession& spi, const core::AppendSpec& spec, const pg::Relation& target,
+                     const std::optional<pg::Params>& pruned)
+{
+    std::string sql = "SELECT (NOT EXISTS (SELECT 1 FROM " + target.qualified + " AS t";
+    pg::Params params;
+    if (spec.prune && pruned) {
+        core::PartitionPrune alone = *spec.prune;
+        alone.first = 1;
+        sql += " WHERE true" + core::prune_condition(alone, "t");
+        params = *pruned;
+    }
+    return spi.query(sql + "))::pg_catalog.text", params).rows.at(0).at(0) == std::optional<std::string>("true");
+}
+
 // run_append, pruned when it can be; a batch that turned out to have rows
 // outside what was read first is rolled back and appended again unpruned.
 std::vector<std::int64_t> run_pruned(pg::SpiSession& spi, core::AppendSpec& spec, const pg::Relation& target,
@@ -298,6 +314,7 @@ std::vector<std::int64_t> run_pruned(pg::SpiSession& spi, core::AppendSpec& spec
     if (pg::error_sqlstate(*failed) != sqlstate::kPruneMissed)
         throw *failed;
     spec.prune.reset();
+    spec.target_empty = false;  // it was of the pruned partitions
     return run_append(spi, spec, target, params);
 }
 
@@ -354,6 +371,8 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     if (added.empty())
         lock_target(spi, target, arbiter);
     const std::optional<pg::Params> pruned = prune_to_batch(spi, spec, target, src.params, options);
+    if (core::fast_append_applies(spec))
+        spec.target_empty = target_is_empty(spi, spec, target, pruned);
     if (!src.params.empty())  // after the statement's own $1 and $2
         spec.source_sql = pg::shift_params(spec.source_sql, 2);
     const std::vector<std::int64_t> counts =

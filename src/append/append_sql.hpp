@@ -56,6 +56,11 @@ struct AppendSpec {
     // column within widens: the batch's values (or range) of it, which src
     // checks and every read of the target keeps to (core/partition_prune.hpp).
     std::optional<PartitionPrune> prune;
+    // The target (or its pruned partitions) held no row when the append took
+    // its lock: the one INSERT has nothing to look up (a concurrent writer's
+    // event, or one the batch repeats, fails it with 23505, and the whole
+    // statement runs instead).
+    bool target_empty = false;
 };
 
 // $1 is the target's OID (regclass), $2 the window's interval (with
