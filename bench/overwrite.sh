@@ -117,6 +117,9 @@ bench_compare rerun_hashed \
 t_skip_hashed=${BENCH_MEDIAN[overwrite_skip_hashed]}; t_skip_hashed_base=${BENCH_MEDIAN[query_plus_scan]}
 bench_tsv overwrite "identical rerun, no record (hashed)" "$ov_rows" "$t_skip_hashed" "$t_skip_hashed_base" \
     "overwrite_partition (skipped, hashed)" "query + one scan of the partition"
+bench_goal_begin
+bench_goal "identical rerun, no record (both sides hashed), vs the query plus one scan (issue 45)" \
+    "$(bench_ratio "$t_skip_hashed" "$t_skip_hashed_base")" "<=" 1.4 x
 
 report ""
 report "### Overwrite with new content ($(ov_n "$ov_rows") rows)"

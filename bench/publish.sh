@@ -42,7 +42,7 @@ SQL
 
 # Sizes by name (10k, 1m: the names of src_..., ds_...), smallest first.
 pub_sizes=()
-declare -A pub_rows=() pub_label=()
+declare -A pub_rows=() pub_label=() pub_new_ratio=()
 for n in "${BENCH_SIZE_LIST[@]}"; do
     size=$(bench_size_name "$n")
     pub_sizes+=("$size")
@@ -398,12 +398,20 @@ for size in "${pub_sizes[@]}"; do
     BENCH_RESET=()
     bench_tsv publish "new content" "${pub_rows[$size]}" "${BENCH_MEDIAN[publish_$size]}" "${BENCH_MEDIAN[by_hand_$size]}" \
         "idem.publish" "by hand: CREATE TABLE AS, CREATE OR REPLACE VIEW"
+    pub_new_ratio[$size]=$(bench_ratio "${BENCH_MEDIAN[publish_$size]}" "${BENCH_MEDIAN[by_hand_$size]}")
     read -r ours2 hand2 < <(pub_current "$size")
     report ""
     report "- versions: idem.publish $ours1 → $ours2, by hand $hand1 → $hand2"
     # Every run of both must have published a new version.
     [ "$ours2" -eq $((ours1 + BENCH_WARMUP + BENCH_ROUNDS)) ] && [ "$hand2" -eq $((hand1 + BENCH_WARMUP + BENCH_ROUNDS)) ] || {
         echo "publish bench: new content of ds_$size: versions $ours1 -> $ours2 (idem), $hand1 -> $hand2 (by hand)" >&2; return 1; }
+done
+
+# Issue 45: new content at most 1.15x the hand-written publish at every size.
+bench_goal_begin
+for size in "${pub_sizes[@]}"; do
+    bench_goal "new content, ${pub_label[$size]} rows: idem.publish / CREATE TABLE AS + CREATE OR REPLACE VIEW" \
+        "${pub_new_ratio[$size]}" "<=" 1.15 x
 done
 
 bench_psql >/dev/null <<'SQL'
