@@ -59,10 +59,10 @@ all install installcheck:
 endif
 
 # The command line tool (libpq), built and installed beside the module.
-CLI_SRCS = cli/pg_idempotent.cpp cli/options.cpp cli/database.cpp
+CLI_SRCS = cli/pg_idempotent.cpp cli/options.cpp cli/database.cpp cli/dispatch.cpp
 # CLI_FLAGS: extra compiler and linker flags (debian/rules passes Debian's
 # hardening and -g, which PGXS's own flag variables would not carry here).
-cli/pg_idempotent: $(CLI_SRCS) cli/options.hpp cli/database.hpp src/core/row_text.hpp
+cli/pg_idempotent: $(CLI_SRCS) cli/options.hpp cli/database.hpp cli/dispatch.hpp src/core/row_text.hpp
 	$(CXX) -std=c++17 -Wall -Wextra -Werror -O2 $(CLI_FLAGS) -I$(CURDIR)/src -I$(shell $(PG_CONFIG) --includedir) -o $@ $(CLI_SRCS) \
 		-L$(shell $(PG_CONFIG) --libdir) -lpq
 all: cli/pg_idempotent

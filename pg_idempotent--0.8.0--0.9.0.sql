@@ -318,3 +318,175 @@ CREATE FUNCTION idem.dataset_status(dataset text)
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
 COMMENT ON FUNCTION idem.dataset_status(text) IS
   'A dataset''s current and next version, when the view last flipped, and whether publish is held (by whom, since when)';
+
+-- ---------------------------------------------------------------------------
+-- Side effects outside the database (issue 46): a transactional outbox. A
+-- job records the intent of an effect (an HTTP call, an email, a charge) in
+-- its own transaction, keyed; a dispatcher takes it with a lease and a
+-- fencing token, makes the call with the key as the receiver's idempotency
+-- key, and reports the outcome with the token (docs/effects.md).
+CREATE SEQUENCE idem.effect_tokens;
+REVOKE ALL ON SEQUENCE idem.effect_tokens FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.effect_tokens', '');
+COMMENT ON SEQUENCE idem.effect_tokens IS
+  'The fencing tokens of effect deliveries: every take of an effect draws the next one';
+
+CREATE TABLE idem.effects (
+  scope text NOT NULL,
+  key text NOT NULL,
+  kind text NOT NULL,
+  payload jsonb NOT NULL,
+  state text NOT NULL DEFAULT 'pending',
+  not_before timestamptz NOT NULL DEFAULT pg_catalog.now(),
+  attempts int NOT NULL DEFAULT 0,
+  max_attempts int NOT NULL DEFAULT 10,
+  token bigint,
+  lease_until timestamptz,
+  dispatcher text,
+  uncertain boolean NOT NULL DEFAULT false,
+  last_error text,
+  answer jsonb,
+  recorded_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+  done_at timestamptz,
+  PRIMARY KEY (scope, key),
+  CONSTRAINT effects_state CHECK (state IN ('pending', 'leased', 'done', 'dead')),
+  CONSTRAINT effects_max_attempts CHECK (max_attempts >= 1),
+  CONSTRAINT effects_key_length CHECK (pg_catalog.octet_length(key) <= 512),
+  CONSTRAINT effects_kind_length CHECK (pg_catalog.octet_length(kind) BETWEEN 1 AND 48)
+);
+-- take_effects reads the deliverable and the expired effects of one kind,
+-- oldest first; purge_effects the done ones by age.
+CREATE INDEX effects_pending ON idem.effects (scope, kind, not_before, key) WHERE state = 'pending';
+CREATE INDEX effects_leased ON idem.effects (scope, kind, lease_until, key) WHERE state = 'leased';
+CREATE INDEX effects_done ON idem.effects (scope, done_at) WHERE state = 'done';
+REVOKE ALL ON idem.effects FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('idem.effects', '');
+COMMENT ON TABLE idem.effects IS
+  'The outbox: one row per (scope, key) recorded by idem.record_effect or record_effects, with its delivery state';
+
+-- Grants of kind 'effects' (granted like keys and checkpoints).
+ALTER TABLE idem.usage_grant_rows DROP CONSTRAINT usage_grants_kind;
+ALTER TABLE idem.usage_grant_rows
+  ADD CONSTRAINT usage_grants_kind CHECK (kind IN ('keys', 'checkpoints', 'dataset', 'effects'));
+
+CREATE OR REPLACE FUNCTION idem.grant_usage(role regrole, scope text, kind text) RETURNS void
+  LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+  SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+  stored text := scope;
+BEGIN
+  IF role IS NULL OR scope IS NULL OR kind IS NULL THEN
+    RAISE EXCEPTION 'role, scope and kind must not be NULL' USING ERRCODE = '22004',
+      HINT = 'idem.grant_usage(role) alone grants every scope of every kind.';
+  END IF;
+  IF kind OPERATOR(pg_catalog.<>) ALL (ARRAY['keys', 'checkpoints', 'dataset', 'effects']) THEN
+    RAISE EXCEPTION 'kind must be ''keys'', ''checkpoints'', ''dataset'' or ''effects'', not %', pg_catalog.quote_literal(kind)
+      USING ERRCODE = '22023',
+      HINT = 'keys: idempotency keys of the scope; checkpoints: the job named by the scope; dataset: the schema.view named by the scope; effects: the outbox of the scope.';
+  END IF;
+  IF scope OPERATOR(pg_catalog.=) '' THEN
+    RAISE EXCEPTION 'scope must not be empty' USING ERRCODE = '22023',
+      HINT = 'Name the scope, the job or the dataset; idem.grant_usage(role) alone grants every scope.';
+  END IF;
+  IF kind OPERATOR(pg_catalog.=) 'dataset' THEN
+    stored := idem._dataset_scope(scope);
+    IF stored IS NULL THEN
+      RAISE EXCEPTION 'dataset % is not a schema-qualified view name', pg_catalog.quote_literal(scope)
+        USING ERRCODE = '42602', HINT = 'Name it as schema.view, quoted as in SQL: ''sales."Daily"''.';
+    END IF;
+  END IF;
+  -- A dropped role's grants go first: its OID could come back one day as
+  -- another role's.
+  PERFORM idem._purge_dropped_role_grants();
+  INSERT INTO idem.usage_grant_rows (role, scope, kind) VALUES (grant_usage.role, stored, grant_usage.kind)
+    ON CONFLICT DO NOTHING;
+END
+$$;
+COMMENT ON FUNCTION idem.grant_usage(regrole, text, text) IS
+  'Lets a role use one scope of one kind: the idempotency keys of a scope (''keys''), the checkpoints of a job (''checkpoints''), a dataset (''dataset'', named schema.view) or the outbox of a scope (''effects'')';
+
+CREATE FUNCTION idem.record_effect(key text, kind text, payload jsonb DEFAULT '{}', scope text DEFAULT 'default',
+                                   not_before timestamptz DEFAULT NULL, max_attempts int DEFAULT 10)
+  RETURNS boolean AS 'MODULE_PATHNAME', 'idem_record_effect'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.record_effect(text, text, jsonb, text, timestamptz, int) IS
+  'Records an effect to deliver in this transaction: true if recorded now, false if this key was already recorded with the same kind and payload (another is ID001)';
+
+CREATE FUNCTION idem.record_effects(query text, kind text, scope text DEFAULT 'default', max_attempts int DEFAULT 10,
+                                    params idem.query_params DEFAULT NULL)
+  RETURNS TABLE(recorded bigint, already bigint) AS 'MODULE_PATHNAME', 'idem_record_effects'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.record_effects(text, text, text, int, idem.query_params) IS
+  'Records the effects a query returns (key text, payload jsonb, optionally not_before timestamptz) in one statement; returns how many were recorded now and how many rows found their effect there already (recorded before, or by an earlier row of the batch)';
+
+CREATE FUNCTION idem.take_effects(kind text, n int DEFAULT 1, lease interval DEFAULT '30 seconds',
+                                  scope text DEFAULT 'default', dispatcher text DEFAULT NULL)
+  RETURNS TABLE(key text, payload jsonb, token bigint, attempt int, uncertain boolean, lease_until timestamptz)
+  AS 'MODULE_PATHNAME', 'idem_take_effects'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 10;
+COMMENT ON FUNCTION idem.take_effects(text, int, interval, text, text) IS
+  'Takes up to n deliverable effects of a kind (concurrent dispatchers never take the same one), each with a lease and a new fencing token';
+
+CREATE FUNCTION idem.renew_effect(key text, token bigint, lease interval DEFAULT '30 seconds',
+                                  scope text DEFAULT 'default')
+  RETURNS timestamptz AS 'MODULE_PATHNAME', 'idem_renew_effect'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.renew_effect(text, bigint, interval, text) IS
+  'Extends the lease of a taken effect; ID004 when the token no longer owns it';
+
+CREATE FUNCTION idem.effect_done(key text, token bigint, answer jsonb DEFAULT NULL, scope text DEFAULT 'default')
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_effect_done'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.effect_done(text, bigint, jsonb, text) IS
+  'Reports a taken effect delivered, with the receiver''s answer; ID004 (nothing changed) when the token no longer owns it';
+
+CREATE FUNCTION idem.effect_failed(key text, token bigint, error text DEFAULT NULL, retry boolean DEFAULT true,
+                                   retry_after interval DEFAULT NULL, scope text DEFAULT 'default')
+  RETURNS text AS 'MODULE_PATHNAME', 'idem_effect_failed'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.effect_failed(text, bigint, text, boolean, interval, text) IS
+  'Reports a taken effect not delivered: retried after a backoff (or retry_after) until max_attempts, then dead (at once with retry => false); returns the new state';
+
+CREATE FUNCTION idem.effect_uncertain(key text, token bigint, error text DEFAULT NULL,
+                                      retry_after interval DEFAULT NULL, scope text DEFAULT 'default')
+  RETURNS text AS 'MODULE_PATHNAME', 'idem_effect_uncertain'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.effect_uncertain(text, bigint, text, interval, text) IS
+  'Reports that a taken effect may have been delivered: retried like a failure, the next attempt marked uncertain (reconcile, or send again with the same key); returns the new state';
+
+CREATE FUNCTION idem.effect_status(key text, scope text DEFAULT 'default')
+  RETURNS TABLE(kind text, state text, payload jsonb, attempts int, max_attempts int, token bigint,
+                not_before timestamptz, lease_until timestamptz, dispatcher text, uncertain boolean,
+                last_error text, answer jsonb, recorded_at timestamptz, done_at timestamptz)
+  AS 'MODULE_PATHNAME', 'idem_effect_status'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.effect_status(text, text) IS
+  'The state of an effect by key (no row when none was recorded)';
+
+CREATE FUNCTION idem.effect_counts(scope text DEFAULT 'default')
+  RETURNS TABLE(kind text, state text, effects bigint, oldest timestamptz)
+  AS 'MODULE_PATHNAME', 'idem_effect_counts'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 10;
+COMMENT ON FUNCTION idem.effect_counts(text) IS
+  'Effects of a scope per kind and state, with the oldest recorded';
+
+CREATE FUNCTION idem.effect_keys(scope text DEFAULT 'default')
+  RETURNS TABLE(key text, kind text, payload jsonb)
+  AS 'MODULE_PATHNAME', 'idem_effect_keys'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1000;
+COMMENT ON FUNCTION idem.effect_keys(text) IS
+  'Every effect of a scope as a rerun must leave it (key, kind, payload): what pg_idempotent rerun --effects compares';
+
+CREATE FUNCTION idem.retry_effect(key text, scope text DEFAULT 'default')
+  RETURNS boolean AS 'MODULE_PATHNAME', 'idem_retry_effect'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.retry_effect(text, text) IS
+  'Makes a dead effect deliverable again, its attempts counted from zero; returns whether it was dead';
+
+CREATE FUNCTION idem.purge_effects(older_than interval, scope text DEFAULT 'default')
+  RETURNS bigint AS 'MODULE_PATHNAME', 'idem_purge_effects'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.purge_effects(interval, text) IS
+  'Deletes the effects of a scope delivered longer ago than older_than (a key recorded again after that is a new effect); returns how many';

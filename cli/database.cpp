@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <poll.h>
+
 namespace pg_idempotent::cli {
 
 Database::Database(const std::string& conninfo)
@@ -34,10 +36,12 @@ Rows Database::query(const std::string& sql, const std::vector<Cell>& params)
     const ExecStatusType status = PQresultStatus(res);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
         std::string message = PQresultErrorMessage(res);
+        const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        std::string sqlstate = state != nullptr ? state : "";
         PQclear(res);
         while (!message.empty() && message.back() == '\n')
             message.pop_back();
-        throw DbError(message);
+        throw DbError(message, sqlstate);
     }
     Rows rows;
     for (int r = 0; r < PQntuples(res); ++r) {
@@ -67,6 +71,35 @@ std::vector<std::string> Database::export_to_environment() const
     }
     PQconninfoFree(options);
     return exported;
+}
+
+void Database::listen(const std::string& channel)
+{
+    char* quoted = PQescapeIdentifier(conn_, channel.c_str(), channel.size());
+    if (quoted == nullptr)
+        throw DbError(PQerrorMessage(conn_));
+    const std::string sql = std::string("LISTEN ") + quoted;
+    PQfreemem(quoted);
+    query(sql);
+}
+
+bool Database::wait_for_notification(int timeout_ms)
+{
+    bool got = false;
+    for (int round = 0; round < 2; ++round) {
+        if (PQconsumeInput(conn_) == 0)
+            throw DbError(std::string("the connection broke: ") + PQerrorMessage(conn_));
+        while (PGnotify* n = PQnotifies(conn_)) {
+            got = true;
+            PQfreemem(n);
+        }
+        if (got || round == 1)
+            return got;
+        pollfd fd{PQsocket(conn_), POLLIN, 0};
+        if (poll(&fd, 1, timeout_ms) <= 0)
+            return false;  // timeout, or a signal (EINTR)
+    }
+    return got;
 }
 
 std::string text_array(const std::vector<std::string>& items)

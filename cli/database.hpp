@@ -6,13 +6,19 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pg_idempotent::cli {
 
-// A database error: the message as libpq gives it.
+// A database error: the message as libpq gives it, and its SQLSTATE ("" for
+// a connection that failed or broke).
 struct DbError : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit DbError(const std::string& message, std::string state = {})
+        : std::runtime_error(message), sqlstate(std::move(state))
+    {
+    }
+    std::string sqlstate;
 };
 
 using Cell = std::optional<std::string>;
@@ -34,6 +40,13 @@ public:
     // where this connection did. Returns "NAME=value" for each (the
     // password's value shown as ***).
     std::vector<std::string> export_to_environment() const;
+
+    // LISTEN on channel (quoted here); the notifications wait_for_notification
+    // then returns for.
+    void listen(const std::string& channel);
+    // Waits at most timeout_ms for a notification and takes every one that
+    // came; false on timeout or a signal. DbError when the connection broke.
+    bool wait_for_notification(int timeout_ms);
 
 private:
     PGconn* conn_ = nullptr;

@@ -6,10 +6,12 @@ const char* const kUsage =
     "pg_idempotent: prove that a data pipeline job is safe to run twice.\n"
     "\n"
     "Usage:\n"
-    "  pg_idempotent rerun [-d CONNINFO] -t TABLE [-t TABLE ...] [--runs N]\n"
+    "  pg_idempotent rerun [-d CONNINFO] -t TABLE [-t TABLE ...] [--effects SCOPE ...] [--runs N]\n"
     "                      [--exclude-column COL ...] [--allow-unchanged] [--json]\n"
     "                      -- COMMAND [ARG ...]\n"
     "  pg_idempotent checksum [-d CONNINFO] [--json] TABLE ...\n"
+    "  pg_idempotent dispatch --kind KIND [-d CONNINFO] [--scope SCOPE] [--workers N]\n"
+    "                         [--lease SECONDS] [--poll SECONDS] -- COMMAND [ARG ...]\n"
     "  pg_idempotent --help\n"
     "\n"
     "rerun runs COMMAND N times (default 2), each run on its own, and after each run\n"
@@ -26,15 +28,35 @@ const char* const kUsage =
     "(psql, a Python script with psycopg, dbt with env_var) writes the database\n"
     "rerun watches. A job that names its own connection must name the same one.\n"
     "\n"
+    "dispatch delivers the effects of one kind that jobs recorded with\n"
+    "idem.record_effect (docs/effects.md): each of N workers takes one effect at a time\n"
+    "with a lease, runs COMMAND with the payload (JSON) on its stdin and\n"
+    "IDEM_EFFECT_KEY, IDEM_EFFECT_ATTEMPT, IDEM_EFFECT_UNCERTAIN (1: an earlier attempt\n"
+    "may have happened), IDEM_EFFECT_TOKEN, IDEM_EFFECT_KIND and IDEM_EFFECT_SCOPE in\n"
+    "its environment, renews the lease while COMMAND runs, and reports its outcome:\n"
+    "exit 0 done (stdout is the answer kept), 75 failed and retried after a backoff,\n"
+    "killed by a signal uncertain and retried, any other status dead. Send the key to\n"
+    "the receiver as its idempotency key. Workers wait on LISTEN between effects (and\n"
+    "look again every --poll seconds, for retries that come due); SIGTERM or SIGINT\n"
+    "lets the running commands finish, reports them, and stops.\n"
+    "\n"
     "Options:\n"
     "  -d, --dbname CONNINFO    connection string or database name (default: the PG* environment)\n"
     "  -t, --table TABLE        a table (or view) the job writes; repeat for several\n"
+    "      --effects SCOPE      rerun: the outbox of a scope the job records effects in\n"
+    "                           (idem.record_effect): a run after the first must record\n"
+    "                           no new effect; repeat for several\n"
     "      --runs N             how many times to run COMMAND (at least 2; default 2)\n"
     "      --exclude-column COL leave a column out of the comparison, in every table that has it\n"
     "                           (e.g. loaded_at); repeat for several\n"
     "      --allow-unchanged    let run 1 change none of the tables (a job with no new\n"
     "                           input is legitimately a no-op); without it that is exit 3\n"
     "      --json               print one JSON document on stdout instead of text\n"
+    "      --kind KIND          dispatch: the kind of effect to deliver\n"
+    "      --scope SCOPE        dispatch: the scope of the effects (default: default)\n"
+    "      --workers N          dispatch: how many commands may run at once (default 1)\n"
+    "      --lease SECONDS      dispatch: the lease of an attempt, renewed every third of it (default 30)\n"
+    "      --poll SECONDS       dispatch: the longest wait between looks (default 5)\n"
     "  -h, --help               this help\n"
     "\n"
     "Exit status: 0 rerun-safe; 1 a run after the first changed a table (a sample of\n"
@@ -47,7 +69,8 @@ const char* const kUsage =
     "  pg_idempotent rerun -t staging.orders -t orders --runs 3 --exclude-column loaded_at \\\n"
     "      -- python3 jobs/load_orders.py --day 2024-07-07\n"
     "  pg_idempotent rerun -t marts.revenue --json -- dbt run --select revenue\n"
-    "  pg_idempotent checksum -d shop public.daily_sales public.orders\n";
+    "  pg_idempotent checksum -d shop public.daily_sales public.orders\n"
+    "  pg_idempotent dispatch -d shop --kind stripe.charge --workers 4 -- ./charge.sh\n";
 
 namespace {
 bool needs_value(const std::vector<std::string>& args, std::size_t i, std::string& error)
@@ -58,6 +81,61 @@ bool needs_value(const std::vector<std::string>& args, std::size_t i, std::strin
     }
     return true;
 }
+
+// A whole number of at least min for option name (the value after it).
+bool whole_number(const std::vector<std::string>& args, std::size_t& i, int min, int& out, std::string& error)
+{
+    if (!needs_value(args, i, error))
+        return false;
+    const std::string& v = args[++i];
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 6 || std::stoi(v) < min) {
+        error = args[i - 1] + " needs a whole number of at least " + std::to_string(min) + ", not \"" + v + "\"";
+        return false;
+    }
+    out = std::stoi(v);
+    return true;
+}
+
+std::optional<Options> parse_dispatch(const std::vector<std::string>& args, std::string& error)
+{
+    Options o;
+    o.command = Options::Command::kDispatch;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        bool ok = true;
+        if (a == "--") {
+            o.job.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+            break;
+        } else if (a == "-d" || a == "--dbname" || a == "--kind" || a == "--scope") {
+            if (!needs_value(args, i, error))
+                return std::nullopt;
+            (a == "--kind" ? o.kind : a == "--scope" ? o.scope : o.conninfo) = args[++i];
+        } else if (a == "--workers") {
+            ok = whole_number(args, i, 1, o.workers, error);
+        } else if (a == "--lease") {
+            ok = whole_number(args, i, 3, o.lease_seconds, error);
+        } else if (a == "--poll") {
+            ok = whole_number(args, i, 1, o.poll_seconds, error);
+        } else {
+            error = a == "-h" || a == "--help" ? "" : "unknown option \"" + a + "\" for dispatch";
+            if (error.empty()) {
+                o.command = Options::Command::kHelp;
+                return o;
+            }
+            return std::nullopt;
+        }
+        if (!ok)
+            return std::nullopt;
+    }
+    if (o.kind.empty())
+        error = "dispatch needs --kind KIND";
+    else if (o.job.empty())
+        error = "dispatch needs the command to run after --";
+    if (!error.empty())
+        return std::nullopt;
+    return o;
+}
+
 }  // namespace
 
 std::optional<Options> parse(const std::vector<std::string>& args, std::string& error)
@@ -72,6 +150,8 @@ std::optional<Options> parse(const std::vector<std::string>& args, std::string& 
         o.command = Options::Command::kHelp;
         return o;
     }
+    if (cmd == "dispatch")
+        return parse_dispatch(args, error);
     if (cmd == "rerun")
         o.command = Options::Command::kRerun;
     else if (cmd == "checksum")
@@ -110,6 +190,10 @@ std::optional<Options> parse(const std::vector<std::string>& args, std::string& 
                 return std::nullopt;
             }
             o.runs = std::stoi(v);
+        } else if (a == "--effects" && o.command == Options::Command::kRerun) {
+            if (!needs_value(args, i, error))
+                return std::nullopt;
+            o.effect_scopes.push_back(args[++i]);
         } else if (a == "--exclude-column") {
             if (!needs_value(args, i, error))
                 return std::nullopt;
@@ -129,8 +213,8 @@ std::optional<Options> parse(const std::vector<std::string>& args, std::string& 
         }
     }
     if (o.command == Options::Command::kRerun) {
-        if (o.tables.empty()) {
-            error = "rerun needs at least one -t TABLE";
+        if (o.tables.empty() && o.effect_scopes.empty()) {
+            error = "rerun needs at least one -t TABLE (or --effects SCOPE)";
             return std::nullopt;
         }
         if (o.job.empty()) {

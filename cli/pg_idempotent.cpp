@@ -14,6 +14,7 @@
 
 #include "core/row_text.hpp"
 #include "database.hpp"
+#include "dispatch.hpp"
 #include "options.hpp"
 
 namespace cli = pg_idempotent::cli;
@@ -59,6 +60,15 @@ std::string json_string(const std::string& s)
         }
     }
     return out + "\"";
+}
+
+// A SQL string literal (for an identifier of ours in a query we build).
+std::string sql_literal(const std::string& s)
+{
+    std::string out = "'";
+    for (char ch : s)
+        out += ch == '\'' ? std::string("''") : std::string(1, ch);
+    return out + "'";
 }
 
 struct Table {
@@ -198,15 +208,25 @@ int do_checksum(const cli::Options& o)
 }
 
 // A table rerun watches: resolved once it exists (a job may create it).
+// An outbox (--effects SCOPE) is watched as the rows of idem.effect_keys.
 struct Watched {
-    std::string name;  // as given with -t
+    std::string name;  // as given with -t, or "effects in scope <SCOPE>"
     std::optional<Table> table;
+    std::optional<std::string> effect_scope;
     std::string shown() const { return table ? table->name : name; }
 };
+
+Watched effects_watch(const std::string& scope)
+{
+    const std::string select = "SELECT key, kind, payload FROM idem.effect_keys(" + sql_literal(scope) + ")";
+    return Watched{"effects in scope " + scope, Table{"effects in scope " + scope, "", "{}", select}, scope};
+}
 
 // What the table holds now: its checksum, or "absent".
 std::string state_of(cli::Database& db, Watched& w, const cli::Options& o)
 {
+    if (w.effect_scope)
+        return db.query("SELECT idem.checksum_query($1)", {w.table->select}).at(0).at(0).value_or("");
     if (db.query("SELECT pg_catalog.to_regclass($1) IS NULL", {w.name}).at(0).at(0) == cli::Cell("t"))
         return kAbsent;
     if (!w.table)
@@ -283,7 +303,7 @@ bool run_all(cli::Database& db, const cli::Options& o, std::vector<Watched>& wat
         if (run == 1) {
             std::vector<Table> present;
             for (const auto& w : watched)
-                if (w.table)
+                if (w.table && !w.effect_scope)
                     present.push_back(*w.table);
             check_excluded_columns(db, present, o);
             if (first == r.before && !o.allow_unchanged) {
@@ -362,7 +382,9 @@ int do_rerun(const cli::Options& o)
     std::cerr << std::endl;
     std::vector<Watched> watched;
     for (const auto& t : o.tables)
-        watched.push_back({t, std::nullopt});
+        watched.push_back({t, std::nullopt, std::nullopt});
+    for (const auto& scope : o.effect_scopes)
+        watched.push_back(effects_watch(scope));
     Rerun r;
     if (!run_all(db, o, watched, r))
         return kExitUsage;
@@ -395,6 +417,9 @@ int main(int argc, char** argv)
             return do_checksum(*options);
         case cli::Options::Command::kRerun:
             return do_rerun(*options);
+        case cli::Options::Command::kDispatch:
+            return cli::dispatch({options->conninfo, options->kind, options->scope, options->workers,
+                                  options->lease_seconds, options->poll_seconds, options->job});
         case cli::Options::Command::kNone:
             break;
         }

@@ -5,6 +5,7 @@
 #include "checkpoints/checkpoints.hpp"
 #include "common/conflict_tally.hpp"
 #include "common/run_history.hpp"
+#include "effects/effects.hpp"
 #include "keys/keys.hpp"
 #include "merge/merge.hpp"
 #include "merge/tombstones.hpp"
@@ -94,6 +95,18 @@ PG_FUNCTION_INFO_V1(idem_once);
 PG_FUNCTION_INFO_V1(idem_key_status);
 PG_FUNCTION_INFO_V1(idem_forget);
 PG_FUNCTION_INFO_V1(idem_purge_keys);
+PG_FUNCTION_INFO_V1(idem_record_effect);
+PG_FUNCTION_INFO_V1(idem_record_effects);
+PG_FUNCTION_INFO_V1(idem_take_effects);
+PG_FUNCTION_INFO_V1(idem_renew_effect);
+PG_FUNCTION_INFO_V1(idem_effect_done);
+PG_FUNCTION_INFO_V1(idem_effect_failed);
+PG_FUNCTION_INFO_V1(idem_effect_uncertain);
+PG_FUNCTION_INFO_V1(idem_effect_status);
+PG_FUNCTION_INFO_V1(idem_effect_counts);
+PG_FUNCTION_INFO_V1(idem_effect_keys);
+PG_FUNCTION_INFO_V1(idem_retry_effect);
+PG_FUNCTION_INFO_V1(idem_purge_effects);
 PG_FUNCTION_INFO_V1(idem_watermark);
 PG_FUNCTION_INFO_V1(idem_watermark_typed);
 PG_FUNCTION_INFO_V1(idem_lock_job);
@@ -572,6 +585,148 @@ Datum idem_purge_keys(PG_FUNCTION_ARGS)
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg::require_arg(fcinfo, 0, "older_than");
         return Int64GetDatum(pg_idempotent::purge_keys(*pg::arg_interval_text(fcinfo, 0), pg::arg_text(fcinfo, 1)));
+    });
+}
+
+Datum idem_record_effect(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "kind");
+        pg::require_arg(fcinfo, 2, "payload");
+        pg::require_arg(fcinfo, 3, "scope");
+        pg::require_arg(fcinfo, 5, "max_attempts");
+        pg_idempotent::EffectRecord e;
+        e.key = *pg::arg_text(fcinfo, 0);
+        e.kind = *pg::arg_text(fcinfo, 1);
+        e.payload = *pg::arg_jsonb_text(fcinfo, 2);
+        e.scope = *pg::arg_text(fcinfo, 3);
+        e.not_before = pg::arg_value(fcinfo, 4);
+        e.max_attempts = *pg::arg_int4(fcinfo, 5);
+        return BoolGetDatum(pg_idempotent::record_effect(e));
+    });
+}
+
+Datum idem_record_effects(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "query");
+        pg::require_arg(fcinfo, 1, "kind");
+        pg::require_arg(fcinfo, 2, "scope");
+        pg::require_arg(fcinfo, 3, "max_attempts");
+        pg_idempotent::record_effects(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1),
+                                      *pg::arg_text(fcinfo, 2), *pg::arg_int4(fcinfo, 3),
+                                      pg::arg_query_params(fcinfo, 4));
+        return Datum(0);
+    });
+}
+
+Datum idem_take_effects(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "kind");
+        pg::require_arg(fcinfo, 1, "n");
+        pg::require_arg(fcinfo, 2, "lease");
+        pg::require_arg(fcinfo, 3, "scope");
+        pg_idempotent::TakeRequest r;
+        r.kind = *pg::arg_text(fcinfo, 0);
+        r.n = *pg::arg_int4(fcinfo, 1);
+        r.lease = *pg::arg_interval_text(fcinfo, 2);
+        r.scope = *pg::arg_text(fcinfo, 3);
+        r.dispatcher = pg::arg_text(fcinfo, 4);
+        pg_idempotent::take_effects(pg::ResultSet(fcinfo), r);
+        return Datum(0);
+    });
+}
+
+// key, token and scope at positions 0, 1 and last.
+static pg_idempotent::Report effect_report(FunctionCallInfo fcinfo, int scope_at)
+{
+    pg::require_arg(fcinfo, 0, "key");
+    pg::require_arg(fcinfo, 1, "token");
+    pg::require_arg(fcinfo, scope_at, "scope");
+    return pg_idempotent::Report{*pg::arg_text(fcinfo, 0), *pg::arg_int8(fcinfo, 1), *pg::arg_text(fcinfo, scope_at)};
+}
+
+Datum idem_renew_effect(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 2, "lease");
+        const std::string until =
+            pg_idempotent::renew_effect(effect_report(fcinfo, 3), *pg::arg_interval_text(fcinfo, 2));
+        return static_cast<Datum>(pg::parse_canonical(until, TIMESTAMPTZOID).datum);
+    });
+}
+
+Datum idem_effect_done(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg_idempotent::effect_done(effect_report(fcinfo, 3), pg::arg_jsonb_text(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_effect_failed(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 3, "retry");
+        return pg::text_result(pg_idempotent::effect_failed(effect_report(fcinfo, 5), pg::arg_text(fcinfo, 2),
+                                                            *pg::arg_bool(fcinfo, 3), pg::arg_interval_text(fcinfo, 4),
+                                                            false));
+    });
+}
+
+Datum idem_effect_uncertain(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        return pg::text_result(pg_idempotent::effect_failed(effect_report(fcinfo, 4), pg::arg_text(fcinfo, 2), true,
+                                                            pg::arg_interval_text(fcinfo, 3), true));
+    });
+}
+
+Datum idem_effect_status(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg_idempotent::effect_status(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
+        return Datum(0);
+    });
+}
+
+Datum idem_effect_counts(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "scope");
+        pg_idempotent::effect_counts(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0));
+        return Datum(0);
+    });
+}
+
+Datum idem_effect_keys(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "scope");
+        pg_idempotent::effect_keys(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0));
+        return Datum(0);
+    });
+}
+
+Datum idem_retry_effect(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "key");
+        pg::require_arg(fcinfo, 1, "scope");
+        return BoolGetDatum(pg_idempotent::retry_effect(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1)));
+    });
+}
+
+Datum idem_purge_effects(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "older_than");
+        pg::require_arg(fcinfo, 1, "scope");
+        return Int64GetDatum(pg_idempotent::purge_effects(*pg::arg_interval_text(fcinfo, 0), *pg::arg_text(fcinfo, 1)));
     });
 }
 

@@ -33,6 +33,8 @@ KindNames names_of(ScopeKind kind)
         return {"checkpoints", "the checkpoint of job"};
     case ScopeKind::kDataset:
         return {"dataset", "the dataset"};
+    case ScopeKind::kEffects:
+        return {"effects", "the effects of scope"};
     }
     return {"keys", "idempotency keys in scope"};
 }
@@ -194,7 +196,7 @@ void check_scope_usage(pg::SpiSession& spi, ScopeKind kind, const std::string& s
         const std::string who = pg::current_user_name();
         throw UserError(sqlstate::kInsufficientPrivilege,
                         "role \"" + who + "\" may not use " + names.what + " \"" + scope + "\"",
-                        "idem's state (keys and their results, checkpoints, datasets) is used only by roles "
+                        "idem's state (keys and their results, checkpoints, datasets, effects) is used only by roles "
                         "granted its kind and scope.",
                         "A superuser can allow it with SELECT idem.grant_usage(" + pg::quote_literal(who) + ", " +
                             pg::quote_literal(scope) + ", '" + names.sql + "').");

@@ -9,9 +9,9 @@
 
 namespace pg_idempotent {
 
-// The three kinds of state a grant names (idem.usage_grants.kind): a grant
+// The four kinds of state a grant names (idem.usage_grants.kind): a grant
 // for keys in scope "a.b" says nothing about the job "a.b" or a dataset.
-enum class ScopeKind { kKeys, kCheckpoints, kDataset };
+enum class ScopeKind { kKeys, kCheckpoints, kDataset, kEffects };
 
 // UserError 42501 unless the calling role is a superuser or has (directly or
 // through a role it has the privileges of) a row in idem.usage_grants for

@@ -491,14 +491,9 @@ bool forget(const std::string& key, const std::string& scope)
 std::int64_t purge_keys(const std::string& older_than, const std::optional<std::string>& scope)
 {
     pg::SpiSession spi;
-    {
-        auto r = spi.query(
-            "SELECT ($1::pg_catalog.interval OPERATOR(pg_catalog.>=) '0'::pg_catalog.interval)::pg_catalog.text",
-            {Param::of_text(older_than)});
-        if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
-            throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative", {},
-                            "Pass an age, for example interval '30 days'.");
-    }
+    if (pg::interval_sign(spi, older_than) < 0)
+        throw UserError(sqlstate::kInvalidParameterValue, "older_than must not be negative", {},
+                        "Pass an age, for example interval '30 days'.");
     if (scope) {
         require_text(*scope, "scope");
         check_scope_usage(spi, ScopeKind::kKeys, *scope);

@@ -307,6 +307,35 @@ QueryResult SpiSession::query(const std::string& sql, const Params& params, bool
     return copy_result();
 }
 
+std::vector<TypedValue> SpiSession::query_values(const std::string& sql, const Params& params)
+{
+    connect();
+    const SpiArgs args = convert_params(params);
+    execute_with_args(sql, args, false);
+    std::vector<TypedValue> out;
+    SPITupleTable* table = SPI_tuptable;
+    if (table == nullptr)
+        return out;
+    pg_call([&]() noexcept {
+        const TupleDesc desc = table->tupdesc;
+        for (int c = 1; c <= desc->natts; ++c) {
+            TypedValue v;
+            v.type = SPI_gettypeid(desc, c);
+            if (SPI_processed > 0) {
+                bool isnull = true;
+                const Datum d = SPI_getbinval(table->vals[0], desc, c, &isnull);
+                const Form_pg_attribute att = TupleDescAttr(desc, c - 1);
+                v.is_null = isnull;
+                if (!isnull)
+                    v.datum = static_cast<std::uintptr_t>(SPI_datumTransfer(d, att->attbyval, att->attlen));
+            }
+            out.push_back(v);
+        }
+        SPI_freetuptable(table);
+    });
+    return out;
+}
+
 namespace {
 // Kept plans, by SQL text, for the life of the backend (SPI_keepplan moves
 // them under CacheMemoryContext; the plan cache replans after DDL).
@@ -480,6 +509,15 @@ std::string lock_timeout_setting(SpiSession& spi, const std::string& interval)
         throw UserError(sqlstate::kInvalidParameterValue, "lock_timeout must be a positive interval", {},
                         "Pass NULL to keep the session's own lock_timeout.");
     return *r.rows[0][0] + "ms";
+}
+
+int interval_sign(SpiSession& spi, const std::string& interval)
+{
+    auto r = spi.query_saved(
+        "SELECT CASE WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.>) '0'::pg_catalog.interval THEN '1'"
+        " WHEN $1::pg_catalog.interval OPERATOR(pg_catalog.<) '0'::pg_catalog.interval THEN '-1' ELSE '0' END",
+        {Param::of_text(interval)});
+    return std::stoi(r.rows.at(0).at(0).value_or("0"));
 }
 
 std::string rows_as_json_array(SpiSession& spi, const std::string& query)

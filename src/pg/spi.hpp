@@ -97,6 +97,13 @@ public:
     // (grants). Read-only statements only.
     QueryResult query_saved_latest(const std::string& sql, const Params& params = {});
 
+    // Runs a statement that returns at most one row and keeps its columns
+    // as values (Datums copied out of SPI, valid until the calling function
+    // returns; NULL values when it returned no row): a batch gathered into
+    // arrays by the caller's rights, passed on as parameters to a statement
+    // run with the owner's, never through text.
+    std::vector<TypedValue> query_values(const std::string& sql, const Params& params = {});
+
     // Runs a statement; returns the rows it processed.
     std::uint64_t execute(const std::string& sql, const Params& params = {});
 
@@ -137,6 +144,10 @@ void return_text_rows(const ResultSet& out, const std::vector<Row>& rows);
 // UserError 22023 otherwise. Functions with a lock_timeout argument apply it
 // with with_lock_timeout around the waits they cause.
 std::string lock_timeout_setting(SpiSession& spi, const std::string& interval);
+
+// -1, 0 or 1: the sign of an interval given as text (22007 when it is
+// none), for the checks of arguments such as older_than and lease.
+int interval_sign(SpiSession& spi, const std::string& interval);
 
 // Runs caller SQL (as the caller) and returns its rows as a jsonb array of
 // objects in text form ("[]" for none, or for a statement without rows).

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "common/effect_log.hpp"
 #include "core/row_text.hpp"
 #include "core/sql_text.hpp"
 #include "pg/catalog.hpp"
@@ -185,6 +186,19 @@ UserError not_rerun_safe(int run, const Watched& w, const std::string& first, co
                      "columns that legitimately change (exclude_columns), such as load timestamps.");
 }
 
+// A rerun must record no effect the first run did not (the outbox is state
+// too): every effect it records is new, since one recorded again is not.
+UserError new_effects(int run, std::uint64_t count)
+{
+    const RecordedEffects last = recorded_effects();
+    return UserError(sqlstate::kNotRerunSafe,
+                     "job is not rerun-safe: run " + std::to_string(run) + " recorded " + std::to_string(count) +
+                         " new effect" + (count == 1 ? "" : "s"),
+                     "The last: key \"" + last.last_key + "\" in scope \"" + last.last_scope +
+                         "\". A rerun records the same effects under the same keys, which records nothing new.",
+                     "Key each effect by what it is for (an order id, an event id), not by the run or the time.");
+}
+
 UserError nothing_proven(const std::vector<Watched>& watched, const std::vector<Checksum>& after)
 {
     std::string states;
@@ -226,7 +240,10 @@ void assert_rerun_safe(const pg::ResultSet& out, const std::string& job, const s
         std::vector<std::map<std::string, std::int64_t>> first_counts;
         for (int run = 1; run <= runs; ++run) {
             // The job: any SQL (CALL, DO, statement lists), as the caller.
+            const std::uint64_t effects_before = recorded_effects().count;
             spi.execute(job);
+            if (run > 1 && recorded_effects().count > effects_before)
+                throw new_effects(run, recorded_effects().count - effects_before);
             for (std::size_t t = 0; t < watched.size(); ++t) {
                 const Checksum c = state_of(spi, run, t, watched[t], exclude_columns);
                 results.push_back(c);

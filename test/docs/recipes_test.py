@@ -9,13 +9,23 @@
   between the provider's refund and its commit, then a redelivery: one call
   at the provider, one refund recorded; the same without the save_point and
   the reconciliation calls the provider twice (the recipe's reason to be);
-  two concurrent deliveries of a refund call the provider once.
+  two concurrent deliveries of a refund call the provider once;
+- the webhook through the outbox (examples/recipes/outbox_webhook.py): two
+  concurrent deliveries record one effect; pg_idempotent dispatch runs the
+  recipe's command against an HTTP provider (a server in this process that
+  counts calls and answers a repeated Idempotency-Key with its first
+  answer), which drops the connection after applying one refund and answers
+  503 to another's first call: every refund applied once, the lost call sent
+  again with the same key, each effect done with the provider's answer.
 
 The provider is a table in a database of its own, written outside the
 handler's transaction (a call that happened stays, as an HTTP call would).
 Prints TAP lines ("ok N - name"); exits 1 on any failure.
 """
+import http.server
+import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -27,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "examples", "recipes"))
 import load_day as airflow_recipe  # noqa: E402
 import webhook  # noqa: E402
+import outbox_webhook  # noqa: E402
 
 DB = "idem_docs_recipes"
 PROVIDER_DB = "idem_docs_provider"
@@ -72,6 +83,7 @@ def setup():
         conn.execute("CREATE EXTENSION pg_idempotent")
         conn.execute("CREATE TABLE fulfilments (order_id int, amount numeric)")
         conn.execute("CREATE TABLE refunds (event_id text, provider_ref text)")
+        conn.execute("CREATE TABLE refund_requests (event_id text, amount numeric)")
         conn.execute("CREATE TABLE raw_orders (day date, store text, amount numeric)")
         conn.execute("INSERT INTO raw_orders VALUES ('2024-07-07', 's1', 10), ('2024-07-07', 's1', 5),"
                      " ('2024-07-07', 's2', 7), ('2024-07-08', 's1', 1)")
@@ -183,6 +195,84 @@ def test_refund_concurrent():
           (outcomes, provider.calls("refund:evt-4")))
 
 
+class RefundAPI(http.server.BaseHTTPRequestHandler):
+    """A provider's refund endpoint: counts every call per Idempotency-Key,
+    applies a key once and answers it again with that first answer. Its
+    faults, once each: for refund:evt-7 it applies the refund and drops the
+    connection unanswered (a timeout after the request was sent); for
+    refund:evt-8 it answers 503 without applying."""
+    lock = threading.Lock()
+    calls = {}
+    applied = {}
+
+    def do_POST(self):
+        key = self.headers["Idempotency-Key"]
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.lock:
+            n = self.calls[key] = self.calls.get(key, 0) + 1
+            if key == "refund:evt-8" and n == 1:
+                self.send_error(503)
+                return
+            if key not in self.applied:
+                self.applied[key] = {"refund": "re_%d" % (len(self.applied) + 1), "amount": body["amount"]}
+            answer = json.dumps(self.applied[key]).encode()
+        if key == "refund:evt-7" and n == 1:
+            self.close_connection = True
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args):
+        pass
+
+
+def cli_path():
+    bindir = os.environ.get("PGBIN") or subprocess.run(
+        ["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip()
+    return os.path.join(bindir, "pg_idempotent")
+
+
+def test_outbox():
+    outcomes = concurrently(lambda conn: outbox_webhook.handle_refund_requested(conn, {"id": "evt-5", "amount": 5}))
+    with connect(DB, autocommit=True) as conn:
+        for i in (6, 7, 8):
+            outbox_webhook.handle_refund_requested(conn, {"id": "evt-%d" % i, "amount": i})
+    check("outbox: two concurrent deliveries of the webhook record one effect",
+          outcomes == ["duplicate", "queued"], outcomes)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), RefundAPI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = dict(os.environ, PROVIDER_URL="http://127.0.0.1:%d/refunds" % server.server_address[1])
+    dispatcher = subprocess.Popen(
+        [cli_path(), "dispatch", "-d", "dbname=" + DB, "--kind", "provider.refund", "--scope", "webhooks",
+         "--workers", "2", "--lease", "5", "--poll", "1", "--",
+         sys.executable, os.path.join(ROOT, "examples", "recipes", "outbox_webhook.py")],
+        env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        with connect(DB, autocommit=True) as conn:
+            for _ in range(300):
+                if conn.execute("SELECT count(*) FROM idem.effects WHERE scope = 'webhooks' AND state <> 'done'"
+                                ).fetchone()[0] == 0:
+                    break
+                time.sleep(0.1)
+            done = conn.execute("SELECT key, answer FROM idem.effects WHERE scope = 'webhooks'"
+                                " AND kind = 'provider.refund' AND state = 'done' ORDER BY key").fetchall()
+    finally:
+        dispatcher.send_signal(signal.SIGTERM)
+        _, log = dispatcher.communicate(timeout=30)
+        server.shutdown()
+    check("outbox: the dispatcher stops on SIGTERM with status 0", dispatcher.returncode == 0,
+          (dispatcher.returncode, log))
+    check("outbox: each refund applied once at the provider, the lost call and the 503 sent again with their keys",
+          sorted(RefundAPI.applied) == ["refund:evt-%d" % i for i in (5, 6, 7, 8)]
+          and RefundAPI.calls == {"refund:evt-5": 1, "refund:evt-6": 1, "refund:evt-7": 2, "refund:evt-8": 2},
+          (RefundAPI.calls, log))
+    check("outbox: every effect done, its answer the provider's",
+          [(k, a) for k, a in done] == [(k, RefundAPI.applied[k]) for k in sorted(RefundAPI.applied)], done)
+
+
 def main():
     setup()
     try:
@@ -190,6 +280,7 @@ def main():
         test_order_paid()
         test_refund_crash()
         test_refund_concurrent()
+        test_outbox()
     finally:
         with connect("postgres", autocommit=True) as admin:
             for db in (DB, PROVIDER_DB):

@@ -25,6 +25,7 @@ paged AS (
     WHEN name IN ('publish', 'rollback', 'versions', 'pin', 'adopt', 'hold', 'release', 'dataset_status')
       THEN 'publish.md'
     WHEN name IN ('params') THEN 'reference.md'
+    WHEN name LIKE '%effect%' THEN 'effects.md'
     WHEN name IN ('purge_history') THEN 'history.md'
     WHEN name IN ('grant_usage', 'revoke_usage', 'purge_grants') THEN 'security.md'
     ELSE 'keys.md' END AS page

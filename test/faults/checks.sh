@@ -123,3 +123,39 @@ server_checks() {
         result fail "no backend crashed but the one the suite killed" "$crashes"
     fi
 }
+
+# The outbox: exactly the jobs' effects (keys fx-0 to fx-81 of the queries,
+# fx1-0 to fx1-39 one per job), each delivered, applied once by the
+# receiver, and done with the answer of its own last attempt's call.
+effects_checks() {
+    check "effects: the outbox holds exactly the jobs' effects, every one delivered" \
+        "SELECT array_agg(key ORDER BY key) = (SELECT array_agg(k ORDER BY k) FROM (SELECT 'fx-' || g FROM generate_series(0, 81) g UNION ALL SELECT 'fx1-' || g FROM generate_series(0, 39) g) s(k))
+                AND bool_and(state = 'done')
+           FROM idem.effects WHERE scope = 'faults' AND kind = 'fx'"
+    check "effects: the receiver applied each effect once, and nothing else" \
+        "SELECT (SELECT array_agg(key ORDER BY key) FROM f_fx_applied) = (SELECT array_agg(key ORDER BY key) FROM idem.effects WHERE scope = 'faults' AND kind = 'fx')"
+    effects_stale_check
+}
+
+effects_stale_check() {
+    check "effects: every done effect holds its own payload and the answer of its current token (no stale report took hold)" \
+        "SELECT bool_and((answer->>'token')::bigint = token AND answer->'payload' = payload) FROM idem.effects WHERE state = 'done'"
+}
+
+# effects_stale_report: dispatcher A takes effect "fx-stale" with a 100 ms
+# lease and stalls; B takes it over and reports done; then A reports done
+# with its old token. Prints A's report's outcome (the error's first line,
+# or "accepted"). In the same order every run: no timing.
+effects_stale_report() {
+    local a b out
+    q -c "SELECT idem.record_effect('fx-stale', 'fx_stale', '{\"n\": 0}', scope => 'faults')" >/dev/null
+    a=$(q -c "SELECT token FROM idem.take_effects('fx_stale', lease => '100 ms', scope => 'faults')")
+    sleep 0.3
+    b=$(q -c "SELECT token FROM idem.take_effects('fx_stale', scope => 'faults')")
+    q -c "SELECT idem.effect_done('fx-stale', $b, '{\"token\": $b, \"payload\": {\"n\": 0}}', 'faults')" >/dev/null
+    if out=$(q -c "SELECT idem.effect_done('fx-stale', $a, '{\"token\": $a, \"payload\": {\"n\": 0}}', 'faults')" 2>&1); then
+        echo accepted
+    else
+        head -1 <<<"$out"
+    fi
+}

@@ -46,7 +46,44 @@ SELECT idem.publish('f_pub', 'SELECT g AS n, -1 AS stamp FROM generate_series(1,
 -- snapshot: 30 customers whose name changes with each job's stamp.
 CREATE TABLE f_hist (id int NOT NULL, name text, valid_from timestamptz NOT NULL, valid_to timestamptz);
 SELECT idem.snapshot_prepare('f_hist', '{id}') IS NOT NULL;
+-- effects: each job records four effects of a query (overlapping the next
+-- job's) and one of its own; a dispatcher delivers them to this receiver,
+-- which records every call and applies each key once.
+CREATE TABLE f_fx_calls (key text NOT NULL, token bigint NOT NULL, uncertain boolean NOT NULL);
+CREATE TABLE f_fx_applied (key text PRIMARY KEY, token bigint NOT NULL);
 SQL
+}
+
+# The receiver of the effects: a call is an INSERT into f_fx_calls and
+# f_fx_applied (a key applied once: the receiver's own idempotency); a
+# failed call asks for a retry (exit 75); the answer names the token.
+make_fx_receiver() {
+    cat >"$WORK/fx_receiver.sh" <<SH
+#!/bin/sh
+payload=\$(cat)
+"$PSQL" -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "INSERT INTO f_fx_calls VALUES ('\$IDEM_EFFECT_KEY', \$IDEM_EFFECT_TOKEN, \$IDEM_EFFECT_UNCERTAIN = 1); INSERT INTO f_fx_applied VALUES ('\$IDEM_EFFECT_KEY', \$IDEM_EFFECT_TOKEN) ON CONFLICT (key) DO NOTHING" >/dev/null || exit 75
+echo "{\"token\": \$IDEM_EFFECT_TOKEN, \"payload\": \$payload}"
+SH
+    chmod 755 "$WORK/fx_receiver.sh"
+}
+
+# start_dispatcher: pg_idempotent dispatch for kind fx of scope faults, two
+# workers with 3 s leases, its sessions attacked as the clients' are.
+start_dispatcher() {
+    PGAPPNAME=faults_writer "$PGBIN/pg_idempotent" dispatch -d "dbname=$DB" --kind fx --scope faults \
+        --workers 2 --lease 3 --poll 1 -- "$WORK/fx_receiver.sh" >"$WORK/dispatch.log" 2>&1 &
+    DISPATCHER=$!
+}
+
+# stop_dispatcher: once every effect is delivered (120 s at most), SIGTERM;
+# fails when the dispatcher does not exit 0.
+stop_dispatcher() {
+    for _ in $(seq 600); do
+        [ "$(q -c "SELECT count(*) FROM idem.effects WHERE scope = 'faults' AND state <> 'done'" 2>/dev/null)" = 0 ] && break
+        sleep 0.2
+    done
+    kill -TERM "$DISPATCHER"
+    wait "$DISPATCHER"
 }
 
 # job FAMILY I: the SQL of job I of FAMILY (one transaction).
@@ -69,6 +106,8 @@ job() {
         echo "SELECT idem.run_once('f_loader', $((i * 10)), \$q\$INSERT INTO f_loaded SELECT g FROM generate_series(COALESCE(idem.watermark('f_loader')::int, 0) + 1, $((i * 10))) g\$q\$)" ;;
     snapshot)
         echo "SELECT * FROM idem.snapshot_query('f_hist', \$q\$SELECT g AS id, 'name ' || (g + $i) % 7 AS name FROM generate_series(1, 30) g\$q\$, '{id}')" ;;
+    effects)
+        echo "SELECT * FROM idem.record_effects(\$q\$SELECT 'fx-' || g AS key, jsonb_build_object('n', g) AS payload FROM generate_series($((i * 2)), $((i * 2 + 3))) g\$q\$, 'fx', scope => 'faults'); SELECT idem.record_effect('fx1-$i', 'fx', '{\"job\": $i}', scope => 'faults')" ;;
     naive_keys)
         echo "WITH u AS (UPDATE f_accounts a SET balance = balance + e.amount FROM f_events e WHERE e.id = $i AND a.id = e.account RETURNING e.id) INSERT INTO f_applied SELECT id FROM u" ;;
     naive_merge)

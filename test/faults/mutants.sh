@@ -1,4 +1,4 @@
-# Sourced by test/faults/run.sh: a build of the extension with three
+# Sourced by test/faults/run.sh: a build of the extension with four
 # deliberate bugs, for the self-test that the checks catch them:
 #
 #   merge      no version guard (neither the plan's "stale" action nor the
@@ -8,6 +8,8 @@
 #              after a takeover commits
 #   publish    retention drops old version tables but keeps their rows in
 #              idem.dataset_versions
+#   effects    effect_done compares neither the token nor the state: a
+#              stalled dispatcher's report after a takeover takes hold
 #
 # Each mutation is a Perl substitution of the source that must match: a
 # mutation that no longer applies (the code moved on) fails the suite, and
@@ -34,6 +36,7 @@ build_mutant() {
         mutate src/merge/merge_sql.cpp 's/(std::string not_older\([^)]*\)\n\{\n    if \()s\.version\.empty\(\)\)/${1}true)/' &&
         mutate src/keys/leases.cpp 's/if \(row->token != std::optional<std::int64_t>\(token\)\)/if (false)/' &&
         mutate src/keys/leases.cpp 's/\? " AND k\.token OPERATOR\(pg_catalog\.=\) \$4"/? " AND \$4::pg_catalog.int8 IS NOT NULL"/' &&
+        mutate src/effects/delivery.cpp 's/" AND e\.token OPERATOR\(pg_catalog\.=\) \$3 AND e\.state OPERATOR\(pg_catalog\.=\) '"'"'leased'"'"' RETURNING true"/" AND \$3::pg_catalog.int8 IS NOT NULL RETURNING true"/' &&
         mutate src/publish/publish.cpp 's/"DELETE FROM idem\.dataset_versions WHERE schema_name/"SELECT FROM idem.dataset_versions WHERE schema_name/'
     } >"$dest/build.log" 2>&1 || { cat "$dest/build.log" >&2; return 1; }
     bindir=$(private_pg_copy "$PGBIN/pg_config" "$dest/pg" 2>>"$dest/build.log") &&

@@ -112,13 +112,20 @@ make_schema || { result fail "schema"; echo "1..$N"; exit 1; }
 
 # --- the run ----------------------------------------------------------------
 START=$SECONDS
+make_fx_receiver
+start_dispatcher
 if run_clients "keys 1 300 2" "keys 2 300 2" "fence 1 24 1 a" "fence 1 24 1 bb" "merge 0 59 2" "merge 1 59 2" \
     "append 0 79 2" "append 1 79 2" "overwrite 0 29 2" "overwrite 1 29 2" \
     "publish 0 19 2" "publish 1 19 2" "checkpoints 1 30 1" "checkpoints 1 30 1" \
-    "snapshot 0 19 2" "snapshot 1 19 2"; then
+    "snapshot 0 19 2" "snapshot 1 19 2" "effects 0 39 2" "effects 1 39 2"; then
     result ok "every client committed every job ($(( SECONDS - START )) s)"
 else
     result fail "every client committed every job" "$(grep -h "GAVE UP" "$WORK"/client-*.log)"
+fi
+if stop_dispatcher; then
+    result ok "the dispatcher delivered every effect and stopped on SIGTERM with status 0"
+else
+    result fail "the dispatcher stopped on SIGTERM with status 0" "$(tail -20 "$WORK/dispatch.log")"
 fi
 ATTEMPT_ERRORS=$(cat "$WORK"/client-*.log | grep -c "ERROR\|FATAL\|could not connect\|server closed")
 echo "# faults: $(grep -c '^cancel' "$WORK/agent.log") cancels, $(grep -c '^terminate' "$WORK/agent.log") terminates," \
@@ -137,6 +144,12 @@ if [[ "$STALLED" == *"ERROR:  lease lost"* ]]; then
 else
     result fail "fencing: a stalled worker's write after the takeover is refused (ID004)" "$STALLED"
 fi
+STALE=$(effects_stale_report)
+if [[ "$STALE" == *"ERROR:  lease lost"* ]]; then
+    result ok "effects: a stalled dispatcher's report after the takeover is refused (ID004)"
+else
+    result fail "effects: a stalled dispatcher's report after the takeover is refused (ID004)" "$STALE"
+fi
 keys_checks
 echo "# keys: $(q -c "SELECT count(*) || ' effects of ' || count(DISTINCT event_id) || ' events' FROM f_applied"), $(q -c "SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT state, count(*) AS n FROM idem.keys WHERE scope = 'faults' GROUP BY state) s")"
 q -c "SELECT 'events without an effect: ' || COALESCE(string_agg(e.id::text, ','), 'none') FROM f_events e WHERE NOT EXISTS (SELECT FROM f_applied a WHERE a.event_id = e.id)" | sed 's/^/# /'
@@ -145,6 +158,8 @@ echo "# fencing: $(q -c "SELECT count(*) || ' claims (' || count(*) FILTER (WHER
 fence_checks 25
 merge_checks
 merge_history_checks
+effects_checks
+echo "# effects: $(q -c "SELECT count(*) || ' calls of ' || count(DISTINCT key) || ' keys, ' || count(*) FILTER (WHERE uncertain) || ' flagged uncertain' FROM f_fx_calls"), $(grep -c 'the report was refused' "$WORK/dispatch.log") reports refused, $(grep -c 'connecting again' "$WORK/dispatch.log") reconnections of the dispatcher"
 reader_checks
 family_checks
 server_checks
@@ -195,7 +210,8 @@ fi
 
 # 3. A mutated build (test/faults/mutants.sh) in a cluster of its own: the
 # merge jobs in descending order, the stalled worker, ten publishes with
-# keep => 2, no faults. Each of the three checks must fail.
+# keep => 2, the stalled dispatcher, no faults. Each of the four checks
+# must fail.
 cluster_stop
 MUTANT=$WORK/mutant
 mkdir -p "$MUTANT"
@@ -206,13 +222,14 @@ if MUTANT_BIN=$(build_mutant "$MUTANT"); then
         SERVER_LOG=$CLUSTER_DIR/server.log
         "$PSQL" -X -q -d postgres -c "CREATE DATABASE $DB" && SMALL_TS=pg_default make_schema &&
             CALM=1 run_clients "merge 59 0 -1" "publish 0 9 1" >/dev/null 2>&1 &&
-            fence_stalled_worker >/dev/null 2>&1 &&
-            SELF=$( N=0; FAILED=0; merge_checks >/dev/null; fence_stale_check >/dev/null; publish_bookkeeping_check >/dev/null; echo "$FAILED" )
+            fence_stalled_worker >/dev/null 2>&1 && effects_stale_report >/dev/null 2>&1 &&
+            SELF=$( N=0; FAILED=0; merge_checks >/dev/null; fence_stale_check >/dev/null; publish_bookkeeping_check >/dev/null
+                    effects_stale_check >/dev/null; echo "$FAILED" )
     fi
-    if [ "$SELF" = 3 ]; then
-        result ok "self-test: the checks fail on a mutated build (merge without its version guard, fencing without tokens, publish's bookkeeping left behind)"
+    if [ "$SELF" = 4 ]; then
+        result ok "self-test: the checks fail on a mutated build (merge without its version guard, fencing without tokens, publish's bookkeeping left behind, effect reports without tokens)"
     else
-        result fail "self-test: the checks fail on a mutated build" "$SELF of 3 checks failed"
+        result fail "self-test: the checks fail on a mutated build" "$SELF of 4 checks failed"
     fi
 else
     result fail "self-test: the mutated build" "$(tail -20 "$MUTANT/build.log")"

@@ -170,4 +170,19 @@ like($out, qr/^\Q$expected\E$/m, 'checksum prints what idem.checksum returns');
 	my $j = decode_json($out);
 	is($j->{checksums}[0]{table}, 'daily_sales', 'checksum --json names the table');
 }
+# The outbox is state too (--effects SCOPE): a job that records its effects
+# keyed by what they are for records nothing new when rerun; one keyed by
+# the time records a new effect every run.
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '--effects', 'mail', '--', 'psql', '-X', '-q', '-d', $conninfo,
+	'-o', '/dev/null', '-c',
+	q{SELECT idem.record_effect('receipt:' || store, 'email', jsonb_build_object('store', store), 'mail') FROM (SELECT DISTINCT store FROM raw_orders) s});
+is($rc, 0, 'a job recording effects keyed by what they are for is rerun-safe: exit 0') or diag($out, $err);
+like($out, qr/^rerun-safe/m, 'says so');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '--effects', 'mail', '--', 'psql', '-X', '-q', '-d', $conninfo,
+	'-o', '/dev/null', '-c', q{SELECT idem.record_effect('digest:' || clock_timestamp(), 'email', '{}', 'mail')});
+is($rc, 1, 'a job keying its effect by the time is not rerun-safe: exit 1') or diag($out, $err);
+like($out, qr/NOT rerun-safe: run 2 changed effects in scope mail/, 'names the run and the outbox');
+($rc, $out, $err) = cli('rerun', '-d', $conninfo, '--effects', 'nobody', '--', 'true');
+isnt($rc, 0, 'an outbox nothing records in proves nothing') or diag($out, $err);
+
 done_testing();

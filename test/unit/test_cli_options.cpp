@@ -78,7 +78,7 @@ TEST(CliOptions, UsageErrors)
     EXPECT_FALSE(p({"frobnicate"}, &err));
     EXPECT_EQ(err, "unknown command \"frobnicate\"");
     EXPECT_FALSE(p({"rerun", "--", "true"}, &err));
-    EXPECT_EQ(err, "rerun needs at least one -t TABLE");
+    EXPECT_EQ(err, "rerun needs at least one -t TABLE (or --effects SCOPE)");
     EXPECT_FALSE(p({"rerun", "-t", "a"}, &err));
     EXPECT_EQ(err, "rerun needs the job's command after --");
     EXPECT_FALSE(p({"rerun", "-t", "a", "--runs", "1", "--", "true"}, &err));
@@ -95,4 +95,43 @@ TEST(CliOptions, UsageErrors)
     EXPECT_EQ(err, "checksum needs at least one TABLE");
     EXPECT_FALSE(p({"checksum", "t", "--", "x"}, &err));
     EXPECT_EQ(err, "\"--\" and a command belong to rerun");
+}
+
+TEST(CliOptions, Dispatch)
+{
+    auto o = p({"dispatch", "-d", "dbname=shop", "--kind", "stripe.charge", "--scope", "billing", "--workers", "4",
+                "--lease", "60", "--poll", "2", "--", "./charge.sh", "--live"});
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->command, Options::Command::kDispatch);
+    EXPECT_EQ(o->conninfo, "dbname=shop");
+    EXPECT_EQ(o->kind, "stripe.charge");
+    EXPECT_EQ(o->scope, "billing");
+    EXPECT_EQ(o->workers, 4);
+    EXPECT_EQ(o->lease_seconds, 60);
+    EXPECT_EQ(o->poll_seconds, 2);
+    EXPECT_EQ(o->job, (std::vector<std::string>{"./charge.sh", "--live"}));
+    auto d = p({"dispatch", "--kind", "mail", "--", "true"});
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->scope, "default");
+    EXPECT_EQ(d->workers, 1);
+    EXPECT_EQ(d->lease_seconds, 30);
+    EXPECT_EQ(d->poll_seconds, 5);
+    EXPECT_EQ(p({"dispatch", "--help"})->command, Options::Command::kHelp);
+}
+
+TEST(CliOptions, DispatchUsageErrors)
+{
+    std::string err;
+    EXPECT_FALSE(p({"dispatch", "--", "true"}, &err));
+    EXPECT_EQ(err, "dispatch needs --kind KIND");
+    EXPECT_FALSE(p({"dispatch", "--kind", "mail"}, &err));
+    EXPECT_EQ(err, "dispatch needs the command to run after --");
+    EXPECT_FALSE(p({"dispatch", "--kind", "mail", "--workers", "0", "--", "true"}, &err));
+    EXPECT_EQ(err, "--workers needs a whole number of at least 1, not \"0\"");
+    EXPECT_FALSE(p({"dispatch", "--kind", "mail", "--lease", "2", "--", "true"}, &err));
+    EXPECT_EQ(err, "--lease needs a whole number of at least 3, not \"2\"");
+    EXPECT_FALSE(p({"dispatch", "--kind", "mail", "-t", "x", "--", "true"}, &err));
+    EXPECT_EQ(err, "unknown option \"-t\" for dispatch");
+    EXPECT_FALSE(p({"dispatch", "--kind"}, &err));
+    EXPECT_EQ(err, "option --kind needs a value");
 }

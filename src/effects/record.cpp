@@ -1,0 +1,270 @@
+// Recording effects: idem.record_effect (one) and idem.record_effects (the
+// rows of a query), in the caller's transaction.
+#include <vector>
+
+#include "common/effect_log.hpp"
+#include "common/scope_grants.hpp"
+#include "core/sql_text.hpp"
+#include "effects/effect_rows.hpp"
+#include "effects/effects.hpp"
+#include "pg/catalog.hpp"
+#include "pg/errors.hpp"
+#include "pg/query_params.hpp"
+#include "pg/roles.hpp"
+#include "pg/transactions.hpp"
+#include "pg/values.hpp"
+
+namespace pg_idempotent {
+
+namespace {
+
+using effects::shown;
+using pg::Param;
+using pg::UserError;
+namespace sqlstate = pg::sqlstate;
+
+void require_attempts(std::int32_t max_attempts)
+{
+    if (max_attempts < 1)
+        throw UserError(sqlstate::kInvalidParameterValue, "max_attempts must be at least 1", {},
+                        "Leave it out for 10 attempts.");
+}
+
+UserError other_effect(const std::string& key, const std::string& scope, const std::string& what)
+{
+    return UserError(sqlstate::kFingerprintMismatch,
+                     "effect key \"" + shown(key) + "\" in scope \"" + scope + "\" was recorded for another effect",
+                     what, "A rerun must record the same effect (kind and payload); another effect needs another key.");
+}
+
+const char* const kInsertOne =
+    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts)"
+    " VALUES ($1, $2, $3, $4::pg_catalog.jsonb, COALESCE($5::pg_catalog.timestamptz, pg_catalog.now()),"
+    " $6::pg_catalog.int4)"
+    " ON CONFLICT (scope, key) DO NOTHING"
+    " RETURNING (e.not_before OPERATOR(pg_catalog.<=) pg_catalog.now())::pg_catalog.text";
+
+const char* const kStoredOne =
+    "SELECT e.kind, (e.payload OPERATOR(pg_catalog.=) $3::pg_catalog.jsonb)::pg_catalog.text"
+    " FROM idem.effects e WHERE e.scope OPERATOR(pg_catalog.=) $1 AND e.key OPERATOR(pg_catalog.=) $2";
+
+// The key is there (a conflict): the same effect, or ID001. Not seen at
+// all: committed after this transaction's snapshot (REPEATABLE READ).
+bool recorded_before(pg::SpiSession& spi, const EffectRecord& e)
+{
+    auto r = spi.query_saved(kStoredOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.payload)});
+    if (r.rows.empty())
+        throw UserError(sqlstate::kSerializationFailure, "could not serialize access due to concurrent update",
+                        "Effect key \"" + shown(e.key) + "\" was recorded by a transaction this one cannot see.",
+                        "Retry the transaction.");
+    if (r.rows[0][0] != std::optional<std::string>(e.kind))
+        throw other_effect(
+            e.key, e.scope,
+            "It was recorded with kind \"" + r.rows[0][0].value_or("") + "\", this call has \"" + e.kind + "\".");
+    if (r.rows[0][1] != std::optional<std::string>("true"))
+        throw other_effect(e.key, e.scope, "It was recorded with another payload.");
+    return false;
+}
+
+}  // namespace
+
+bool record_effect(const EffectRecord& e)
+{
+    effects::require_key(e.key);
+    effects::require_kind(e.kind);
+    require_attempts(e.max_attempts);
+    bool recorded = false;
+    effects::on_effects(e.scope, [&](pg::SpiSession& spi) {
+        auto r = spi.query_saved(
+            kInsertOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.kind),
+                         Param::of_text(e.payload), Param::of_value(e.not_before), Param::of_int4(e.max_attempts)});
+        if (r.rows.empty()) {
+            recorded = recorded_before(spi, e);
+            return;
+        }
+        recorded = true;
+        note_recorded_effect(e.scope, e.key);
+        if (r.rows[0][0] == std::optional<std::string>("true"))
+            spi.query_saved(effects::notify_sql("$1"), {Param::of_text(e.kind)});
+    });
+    return recorded;
+}
+
+namespace {
+
+// The caller's query gathered into three arrays, by the caller's rights:
+// key text[], payload jsonb[], not_before timestamptz[] (NULL for now).
+std::string batch_arrays(const std::string& query, const pg::QueryParams& params)
+{
+    bool key = false;
+    bool payload = false;
+    bool not_before = false;
+    for (const auto& c : pg::describe_query(query, params.values)) {
+        key |= c.name == "key";
+        payload |= c.name == "payload";
+        not_before |= c.name == "not_before";
+    }
+    if (!key || !payload)
+        throw UserError(sqlstate::kUndefinedColumn, "the query must return the columns key and payload",
+                        "It returns each effect to record: key (text), payload (jsonb) and optionally "
+                        "not_before (timestamptz).",
+                        "Name them: SELECT 'charge:' || order_id AS key, jsonb_build_object(...) AS payload FROM ...");
+    return "SELECT pg_catalog.array_agg(q.key::pg_catalog.text), pg_catalog.array_agg(q.payload::pg_catalog.jsonb), "
+           "pg_catalog.array_agg(" +
+           std::string(not_before ? "q.not_before::pg_catalog.timestamptz" : "NULL::pg_catalog.timestamptz") +
+           ") FROM " + core::as_subquery(query) + " AS q";
+}
+
+// The batch's rows, in the query's order ($2 to $4; $1 is the scope, $5
+// the kind, $6 max_attempts).
+const char* const kBatch =
+    "b AS (SELECT u.k, u.p, u.nb, u.ord FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]),"
+    " pg_catalog.unnest($3::pg_catalog.jsonb[]), pg_catalog.unnest($4::pg_catalog.timestamptz[]))"
+    " WITH ORDINALITY AS u(k, p, nb, ord))";
+
+// What the batch holds against idem.effects, in one pass: NULL keys, NULL
+// payloads, a malformed key, rows whose key is recorded, the first key
+// recorded for another effect, rows. Read on the statement's snapshot.
+std::string batch_check_sql()
+{
+    return std::string("WITH ") + kBatch +
+           " SELECT pg_catalog.count(*) FILTER (WHERE b.k IS NULL)::pg_catalog.text,"
+           " pg_catalog.count(*) FILTER (WHERE b.p IS NULL)::pg_catalog.text,"
+           " pg_catalog.min(b.k) FILTER (WHERE b.k OPERATOR(pg_catalog.=) ''"
+           "  OR pg_catalog.octet_length(b.k) OPERATOR(pg_catalog.>) 512),"
+           " pg_catalog.count(e.key)::pg_catalog.text,"
+           " pg_catalog.min(b.k) FILTER (WHERE e.key IS NOT NULL AND (e.kind OPERATOR(pg_catalog.<>) $5"
+           "  OR e.payload OPERATOR(pg_catalog.<>) b.p)),"
+           " pg_catalog.count(*)::pg_catalog.text,"
+           " pg_catalog.bool_or(b.nb IS NULL OR b.nb OPERATOR(pg_catalog.<=) pg_catalog.now())::pg_catalog.text,"
+           " ($2::pg_catalog.text[])[1]"
+           " FROM b LEFT JOIN idem.effects e ON e.scope OPERATOR(pg_catalog.=) $1"
+           " AND e.key OPERATOR(pg_catalog.=) b.k";
+}
+
+struct BatchCheck {
+    std::int64_t recorded_rows = 0;  // rows whose key is recorded
+    std::int64_t rows = 0;
+    bool due = false;  // a row deliverable now
+    std::string first_key;
+};
+
+std::int64_t count_of(const std::optional<std::string>& cell)
+{
+    return std::stoll(cell.value_or("0"));
+}
+
+// The check: 22004, 22023 or ID001 (what_before says when the other effect
+// was recorded), else the counts.
+BatchCheck check_batch(pg::SpiSession& spi, const std::string& scope, const pg::Params& p, const char* what_before)
+{
+    const pg::Row r = spi.query(batch_check_sql(), p, true).rows.at(0);
+    if (count_of(r.at(0)) > 0 || count_of(r.at(1)) > 0)
+        throw UserError(sqlstate::kNullValueNotAllowed,
+                        std::string("the query returned a NULL ") + (count_of(r[0]) > 0 ? "key" : "payload"), {},
+                        "Every effect needs a key and a payload (jsonb: '{}' for none).");
+    if (r.at(2))
+        effects::require_key(*r[2]);
+    if (r.at(4))
+        throw other_effect(*r[4], scope, what_before);
+    return BatchCheck{count_of(r.at(3)), count_of(r.at(5)), r.at(6) == std::optional<std::string>("true"),
+                      r.at(7).value_or("")};
+}
+
+// A key the batch gives twice, with two payloads: ID001.
+void check_repeats(pg::SpiSession& spi, const std::string& scope, const pg::Params& p)
+{
+    auto r = spi.query(std::string("WITH ") + kBatch +
+                           " SELECT pg_catalog.min(g.k) FROM (SELECT b.k FROM b GROUP BY b.k"
+                           " HAVING pg_catalog.count(DISTINCT b.p) OPERATOR(pg_catalog.>) 1) g",
+                       p, true);
+    if (r.rows.at(0).at(0))
+        throw other_effect(*r.rows[0][0], scope, "The query returns it twice with different payloads.");
+}
+
+const char* const kInsertColumns =
+    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts)"
+    " SELECT $1, b.k, $5, b.p, COALESCE(b.nb, pg_catalog.now()), $6::pg_catalog.int4 FROM b";
+
+// Every row of the batch, when none is recorded: a plain INSERT (23505
+// when the batch repeats a key, or a concurrent transaction recorded one).
+std::int64_t insert_all(pg::SpiSession& spi, const pg::Params& p)
+{
+    return static_cast<std::int64_t>(spi.execute(std::string("WITH ") + kBatch + " " + kInsertColumns, p));
+}
+
+// The rows not recorded; returns (rows inserted, any due now, the least
+// key inserted).
+pg::Row insert_missing(pg::SpiSession& spi, const pg::Params& p)
+{
+    return spi
+        .query(std::string("WITH ") + kBatch + ", ins AS (" + kInsertColumns +
+                   " ON CONFLICT (scope, key) DO NOTHING"
+                   "  RETURNING e.key, e.not_before OPERATOR(pg_catalog.<=) pg_catalog.now() AS due)"
+                   " SELECT pg_catalog.count(*)::pg_catalog.text, pg_catalog.bool_or(ins.due)::pg_catalog.text,"
+                   " pg_catalog.min(ins.key) FROM ins",
+               p, true)
+        .rows.at(0);
+}
+
+}  // namespace
+
+// A batch: checked against what is recorded (nothing written when every
+// key is there, the same effect); inserted as a plain INSERT when no key
+// is, which a repeat within the batch or a concurrent record of a key
+// fails with 23505 (in a subtransaction); else ON CONFLICT DO NOTHING, and
+// checked again on a new snapshot, which must see every key (40001 under
+// REPEATABLE READ when it cannot).
+void record_effects(const pg::ResultSet& out, const std::string& query, const std::string& kind,
+                    const std::string& scope, std::int32_t max_attempts, const pg::QueryParams& params)
+{
+    effects::require_kind(kind);
+    effects::require_scope(scope);
+    require_attempts(max_attempts);
+    pg::require_bound(query, params, "the query");
+    pg::SpiSession spi;
+    check_scope_usage(spi, ScopeKind::kEffects, scope);
+    const std::vector<pg::TypedValue> batch = spi.query_values(batch_arrays(query, params), params.values);
+    std::int64_t recorded = 0;
+    std::int64_t already = 0;
+    pg::as_extension_owner([&] {
+        const pg::Params p = {Param::of_text(scope),        Param::of_value(batch.at(0)), Param::of_value(batch.at(1)),
+                              Param::of_value(batch.at(2)), Param::of_text(kind),         Param::of_int4(max_attempts)};
+        const BatchCheck before =
+            check_batch(spi, scope, p, "It was recorded before with another kind or payload than this batch gives it.");
+        bool done = false;
+        bool due = before.due;
+        std::string first_key = before.first_key;
+        if (before.recorded_rows == 0 && before.rows > 0) {
+            const auto failed = pg::try_in_subtransaction([&] { recorded = insert_all(spi, p); });
+            if (failed && pg::error_sqlstate(*failed) != sqlstate::kUniqueViolation)
+                throw *failed;
+            done = !failed;
+        }
+        if (!done && before.recorded_rows == before.rows) {  // every effect is there, the same
+            recorded = 0;
+            due = false;
+            already = before.rows;
+        } else if (!done) {
+            check_repeats(spi, scope, p);
+            const pg::Row ins = insert_missing(spi, p);
+            const BatchCheck after =
+                check_batch(spi, scope, p, "It was recorded by a concurrent transaction with another kind or payload.");
+            if (after.recorded_rows < after.rows)
+                throw UserError(sqlstate::kSerializationFailure, "could not serialize access due to concurrent update",
+                                "Effects of this batch were recorded by a transaction this one cannot see.",
+                                "Retry the transaction.");
+            recorded = count_of(ins.at(0));
+            due = ins.at(1) == std::optional<std::string>("true");
+            first_key = ins.at(2).value_or("");
+            already = after.rows - recorded;
+        }
+        note_recorded_effects(scope, first_key, static_cast<std::uint64_t>(recorded));
+        if (recorded > 0 && due)
+            spi.query(effects::notify_sql("$1"), {Param::of_text(kind)});
+    });
+    pg::return_text_rows(out, {{std::to_string(recorded), std::to_string(already)}});
+    spi.finish();
+}
+
+}  // namespace pg_idempotent
