@@ -58,6 +58,12 @@ for my $k (qw(before.charge:5 after.charge:9 before.charge:70 after.charge:95)) 
 $ENV{PGHOST} = $node->host;
 $ENV{PGPORT} = $node->port;
 my @dispatchers;
+# However the test ends (a failed wait dies), no dispatcher outlives it: its
+# workers would go on connecting to the stopped server.
+END
+{
+	for my $d (@dispatchers) { eval { $d->{h}->kill_kill(grace => 2); }; }
+}
 sub start_dispatcher
 {
 	my ($out, $err) = ('', '');
