@@ -312,14 +312,15 @@ std::vector<TypedValue> SpiSession::query_values(const std::string& sql, const P
     connect();
     const SpiArgs args = convert_params(params);
     execute_with_args(sql, args, false);
-    std::vector<TypedValue> out;
     SPITupleTable* table = SPI_tuptable;
     if (table == nullptr)
-        return out;
+        return {};
+    // Sized here: nothing in the guarded lambda allocates C++ memory.
+    std::vector<TypedValue> out(static_cast<std::size_t>(table->tupdesc->natts));
     pg_call([&]() noexcept {
         const TupleDesc desc = table->tupdesc;
         for (int c = 1; c <= desc->natts; ++c) {
-            TypedValue v;
+            TypedValue& v = out[static_cast<std::size_t>(c - 1)];
             v.type = SPI_gettypeid(desc, c);
             if (SPI_processed > 0) {
                 bool isnull = true;
@@ -329,7 +330,6 @@ std::vector<TypedValue> SpiSession::query_values(const std::string& sql, const P
                 if (!isnull)
                     v.datum = static_cast<std::uintptr_t>(SPI_datumTransfer(d, att->attbyval, att->attlen));
             }
-            out.push_back(v);
         }
         SPI_freetuptable(table);
     });
