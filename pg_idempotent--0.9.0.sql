@@ -2038,9 +2038,14 @@ CREATE TABLE idem.effects (
   CONSTRAINT effects_kind_length CHECK (pg_catalog.octet_length(kind) BETWEEN 1 AND 48)
 );
 -- take_effects reads the deliverable and the expired effects of one kind,
--- oldest first; purge_effects the done ones by age.
+-- oldest first; purge_effects the done ones by age. A lease has an end
+-- exactly while the effect is leased; the leased index is defined by that
+-- end, not by the state, so that a report (state 'leased', by key) never
+-- matches its predicate and always reads the effect by its primary key:
+-- the leased index keeps the entries of every effect leased since the
+-- last vacuum, and a report that scanned it slowed as delivery went on.
 CREATE INDEX effects_pending ON idem.effects (scope, kind, not_before, key) WHERE state = 'pending';
-CREATE INDEX effects_leased ON idem.effects (scope, kind, lease_until, key) WHERE state = 'leased';
+CREATE INDEX effects_leased ON idem.effects (scope, kind, lease_until, key) WHERE lease_until IS NOT NULL;
 CREATE INDEX effects_done ON idem.effects (scope, done_at) WHERE state = 'done';
 REVOKE ALL ON idem.effects FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('idem.effects', '');
@@ -2124,6 +2129,26 @@ CREATE FUNCTION idem.effect_done(key text, token bigint, answer jsonb DEFAULT NU
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.effect_done(text, bigint, jsonb, text) IS
   'Reports a taken effect delivered, with the receiver''s answer; ID004 (nothing changed) when the token no longer owns it';
+
+CREATE FUNCTION idem.effects_done(keys text[], tokens bigint[], answers jsonb[] DEFAULT NULL,
+                                  scope text DEFAULT 'default')
+  RETURNS bigint AS 'MODULE_PATHNAME', 'idem_effects_done'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.effects_done(text[], bigint[], jsonb[], text) IS
+  'Reports the effects keys[i] taken with tokens[i] delivered (with answers[i]) in one statement, all or none: ID004 (nothing changed) when a token no longer owns its effect; returns how many';
+
+CREATE FUNCTION idem.listen_effects(kind text, scope text DEFAULT 'default')
+  RETURNS TABLE(rung boolean, settle_after xid8)
+  AS 'MODULE_PATHNAME', 'idem_listen_effects'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER ROWS 1;
+COMMENT ON FUNCTION idem.listen_effects(text, text) IS
+  'For an idle dispatcher: LISTENs on idem_effects.<kind> and asks the recorders of the scope and kind to NOTIFY it (rung; false: poll); transactions older than settle_after may have recorded without notifying: take again once pg_snapshot_xmin(pg_current_snapshot()) > settle_after';
+
+CREATE FUNCTION idem.unlisten_effects(kind text, scope text DEFAULT 'default')
+  RETURNS void AS 'MODULE_PATHNAME', 'idem_unlisten_effects'
+  LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
+COMMENT ON FUNCTION idem.unlisten_effects(text, text) IS
+  'For a dispatcher with work again: stops what idem.listen_effects started (recorders stop notifying for it)';
 
 CREATE FUNCTION idem.effect_failed(key text, token bigint, error text DEFAULT NULL, retry boolean DEFAULT true,
                                    retry_after interval DEFAULT NULL, scope text DEFAULT 'default')

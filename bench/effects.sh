@@ -13,7 +13,8 @@
 #      (8) seconds per variant, interleaved, after a warm-up round (none
 #      with BENCH_WARMUP=0).
 #   3. Delivery: FX_N effects taken and reported done by 8 dispatchers
-#      (pgbench clients; each transaction pair takes 10 and reports the 10),
+#      (pgbench clients; each transaction pair takes 10 and reports the 10
+#      in one call, idem.effects_done),
 #      against a hand-written queue of the same rows: UPDATE ... WHERE id IN
 #      (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 10) RETURNING, then a DELETE
 #      of the 10; goal >= 0.9x the deliveries per second (reported).
@@ -117,12 +118,12 @@ report "|---|---|---:|---|"
 report "| record | \`SELECT idem.record_effect(KEY, 'mail', '{\"to\": \"ann@example.com\"}')\` | $fx_rec_med | ${fx_record_tps[*]} |"
 report "| bare | \`INSERT INTO fx_plain (...) VALUES ('default', KEY, 'mail', '{\"to\": ...}', now(), 10) ON CONFLICT DO NOTHING\` | $fx_bare_med | ${fx_bare_tps[*]} |"
 report ""
-report "KEY is fresh in every transaction (\`$fx_key\`, k random). record / bare per round (adjacent runs): ${fx_pairs[*]}; median ${fx_tps_ratio}x. pgbench \`-n -M prepared -c $fx_clients -j 2 -T $fx_seconds\`, $fx_rounds rounds per variant after a warm-up, each from an empty table. record_effect also sends the NOTIFY that wakes the dispatchers (once per transaction)."
+report "KEY is fresh in every transaction (\`$fx_key\`, k random). record / bare per round (adjacent runs): ${fx_pairs[*]}; median ${fx_tps_ratio}x. pgbench \`-n -M prepared -c $fx_clients -j 2 -T $fx_seconds\`, $fx_rounds rounds per variant after a warm-up, each from an empty table. record_effect probes the doorbell of idle dispatchers (docs/effects.md, Waking dispatchers) and sends a NOTIFY only while one waits; none waits here, as none waits for a busy outbox. While one waits, every recording transaction notifies and PostgreSQL serializes those commits (0.51x before the doorbell)."
 
 # --- 3. delivery --------------------------------------------------------------
 cat >"$fx_dir/take.sql" <<'SQL'
-SELECT string_agg(key, ',') AS keys, string_agg(token::text, ',') AS tokens FROM idem.take_effects('mail', 10) \gset
-SELECT count(idem.effect_done(u.k, u.t::bigint)) FROM unnest(string_to_array(:keys, ','), string_to_array(:tokens, ',')) AS u(k, t);
+SELECT coalesce(string_agg(key, ','), '') AS keys, coalesce(string_agg(token::text, ','), '') AS tokens FROM idem.take_effects('mail', 10) \gset
+SELECT idem.effects_done(string_to_array(:keys, ','), string_to_array(:tokens, ',')::bigint[]);
 SQL
 cat >"$fx_dir/queue.sql" <<'SQL'
 WITH t AS (UPDATE fxq SET state = 'leased', lease_until = now() + interval '30 seconds', attempts = attempts + 1 WHERE id IN (SELECT id FROM fxq WHERE state = 'pending' ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING id) SELECT string_agg(id::text, ',') AS ids FROM t \gset
@@ -176,13 +177,13 @@ report "### Delivery: $(bench_rows "$fx_n") effects, $fx_clients dispatchers tak
 report ""
 report "| variant | a dispatcher's two transactions | median deliveries / s | each round |"
 report "|---|---|---:|---|"
-report "| outbox | \`SELECT ... FROM idem.take_effects('mail', 10)\`; \`SELECT count(idem.effect_done(key, token)) FROM unnest(...)\` | $fx_out_med | ${fx_out_rate[*]} |"
+report "| outbox | \`SELECT ... FROM idem.take_effects('mail', 10)\`; \`SELECT idem.effects_done(keys, tokens)\` | $fx_out_med | ${fx_out_rate[*]} |"
 report "| queue | \`UPDATE fxq SET state = 'leased', ... WHERE id IN (SELECT id FROM fxq WHERE state = 'pending' ORDER BY id LIMIT 10 FOR UPDATE SKIP LOCKED) RETURNING id\`; \`DELETE FROM fxq WHERE id = ANY(...)\` | $fx_q_med | ${fx_q_rate[*]} |"
 report ""
 report "Deliveries per second: effects done (outbox) or deleted (queue) over the wall time of pgbench \`-n -M extended -c $fx_clients -j 2 -t $fx_xacts\` (transactions to spare: the last takes find nothing). Delivered per run: ${fx_delivered[*]}. outbox / queue per round: ${fx_rate_pairs[*]}; median ${fx_rate_ratio}x. The outbox also draws a fencing token per attempt, counts the attempt, keeps the answer and the done row (purged later by idem.purge_effects)."
 bench_tsv effects "take + done, 8 dispatchers (ms per 1,000 deliveries)" "$fx_n" \
     "$(awk -v r="$fx_out_med" 'BEGIN { printf "%.3f", 1000000 / r }')" \
-    "$(awk -v r="$fx_q_med" 'BEGIN { printf "%.3f", 1000000 / r }')" "take_effects + effect_done" "SKIP LOCKED queue"
+    "$(awk -v r="$fx_q_med" 'BEGIN { printf "%.3f", 1000000 / r }')" "take_effects + effects_done" "SKIP LOCKED queue"
 
 bench_goal_begin
 bench_goal "record_effects of $fx_label new effects / INSERT ... SELECT" "$fx_record_ratio" "<=" 1.20 x

@@ -73,16 +73,6 @@ std::vector<std::string> Database::export_to_environment() const
     return exported;
 }
 
-void Database::listen(const std::string& channel)
-{
-    char* quoted = PQescapeIdentifier(conn_, channel.c_str(), channel.size());
-    if (quoted == nullptr)
-        throw DbError(PQerrorMessage(conn_));
-    const std::string sql = std::string("LISTEN ") + quoted;
-    PQfreemem(quoted);
-    query(sql);
-}
-
 bool Database::wait_for_notification(int timeout_ms)
 {
     bool got = false;

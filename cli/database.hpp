@@ -41,11 +41,9 @@ public:
     // password's value shown as ***).
     std::vector<std::string> export_to_environment() const;
 
-    // LISTEN on channel (quoted here); the notifications wait_for_notification
-    // then returns for.
-    void listen(const std::string& channel);
-    // Waits at most timeout_ms for a notification and takes every one that
-    // came; false on timeout or a signal. DbError when the connection broke.
+    // Waits at most timeout_ms for a notification (of the channels LISTENed
+    // to, by idem.listen_effects) and takes every one that came; false on
+    // timeout or a signal. DbError when the connection broke.
     bool wait_for_notification(int timeout_ms);
 
 private:

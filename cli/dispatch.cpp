@@ -221,6 +221,58 @@ std::optional<Effect> take_one(Database& db, const DispatchOptions& o, const std
     return Effect{*r[0][0], *r[0][1], *r[0][2], *r[0][3], r[0][4] == Cell("true")};
 }
 
+// How a worker with nothing to take waits (docs/effects.md, "Waking
+// dispatchers"). Recorders NOTIFY only while a dispatcher rings the
+// doorbell (idem.listen_effects); one that recorded just before it rang
+// did not, so the worker looks again after each such transaction could have
+// ended, then waits on LISTEN, looking at least every --poll seconds. With
+// work again it stops ringing: a busy worker needs no NOTIFY.
+class Idle {
+public:
+    explicit Idle(const DispatchOptions& o) : o_(o) {}
+
+    // After a take that found nothing; the worker looks again on return.
+    void wait(Database& db)
+    {
+        if (!listening_) {
+            const Rows r =
+                db.query("SELECT rung::text, settle_after::text FROM idem.listen_effects($1, $2)", {o_.kind, o_.scope});
+            listening_ = r.at(0).at(0) == Cell("true");
+            settle_after_ = r.at(0).at(1);
+            backoff_ms_ = 10;
+            if (!listening_)  // the doorbell was held exclusively: poll
+                db.wait_for_notification(std::min(o_.poll_seconds, 1) * 1000);
+            return;
+        }
+        if (settle_after_) {
+            db.wait_for_notification(backoff_ms_);
+            backoff_ms_ = std::min(backoff_ms_ * 2, o_.poll_seconds * 1000);
+            const Rows r = db.query(
+                "SELECT (pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()) OPERATOR(pg_catalog.>)"
+                " $1::pg_catalog.xid8)::text",
+                {settle_after_});
+            if (r.at(0).at(0) == Cell("true"))
+                settle_after_.reset();
+            return;
+        }
+        db.wait_for_notification(o_.poll_seconds * 1000);
+    }
+
+    // After a take that found an effect.
+    void busy(Database& db)
+    {
+        if (listening_)
+            db.query("SELECT idem.unlisten_effects($1, $2)", {o_.kind, o_.scope});
+        listening_ = false;
+    }
+
+private:
+    const DispatchOptions& o_;
+    bool listening_ = false;
+    Cell settle_after_;  // xid8: look again once no older transaction runs
+    int backoff_ms_ = 10;
+};
+
 // Whether an error means this worker cannot work at all (wrong grants, no
 // extension, a bad kind) rather than a connection to make again.
 bool fatal(const DbError& err)
@@ -256,13 +308,14 @@ int work(const DispatchOptions& o)
                 report(db, o, unreported->effect, unreported->attempt);
                 unreported.reset();
             }
-            db.listen("idem_effects." + o.kind);
+            Idle idle(o);
             while (g_stop == 0) {
                 std::optional<Effect> e = take_one(db, o, me);
                 if (!e) {
-                    db.wait_for_notification(o.poll_seconds * 1000);
+                    idle.wait(db);
                     continue;
                 }
+                idle.busy(db);
                 if (e->uncertain)
                     log("effect " + e->key + " (attempt " + e->attempt + "): an earlier attempt may have happened");
                 unreported = Unreported{*e, run_command(db, o, *e)};

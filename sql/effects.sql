@@ -56,6 +56,44 @@ SELECT show_error(format('SELECT idem.effect_done(%L, %s)', 'receipt:1', :t1));
 SELECT show_error(format('SELECT idem.effect_done(%L, %s)', 'receipt:3', :t1));
 SELECT show_error(format('SELECT idem.effect_done(%L, %s)', 'receipt:404', :t1));
 
+-- Done in a batch (idem.effects_done): one statement, all or none. A
+-- token that no longer owns its effect refuses the whole report (ID004,
+-- naming it); nothing of the batch is done.
+SELECT idem.record_effect('batch:' || g, 'sms', jsonb_build_object('n', g)) FROM generate_series(1, 3) g;
+SELECT array_agg(key ORDER BY key) AS bkeys, array_agg(token ORDER BY key) AS btokens
+  FROM idem.take_effects('sms', n => 3) \gset
+SELECT show_error(format('SELECT idem.effects_done(%L, %L)', :'bkeys',
+                         (:'btokens'::bigint[])[1:2] || 0::bigint));
+SELECT key, state FROM idem.effects WHERE kind = 'sms' ORDER BY key;
+SELECT idem.effects_done(:'bkeys', :'btokens', '{"\"a\"", null, "3"}') AS done;
+SELECT key, state, answer FROM idem.effects WHERE kind = 'sms' ORDER BY key;
+SELECT show_error(format('SELECT idem.effects_done(%L, %L)', :'bkeys', :'btokens'));
+SELECT idem.effects_done('{}', '{}') AS nothing_to_report;
+SELECT show_error($$SELECT idem.effects_done('{a,b}', '{1}')$$);
+SELECT show_error($$SELECT idem.effects_done('{a}', '{1}', '{1,2}')$$);
+SELECT show_error($$SELECT idem.effects_done('{a,NULL}', '{1,2}')$$);
+SELECT show_error($$SELECT idem.effects_done(NULL, '{1}')$$);
+
+-- Waking dispatchers: an idle dispatcher rings the doorbell of its scope
+-- and kind (recorders NOTIFY only then: test/specs/effects_dispatchers.spec
+-- shows both sides); it needs fresh snapshots.
+SELECT rung, settle_after IS NOT NULL AS settle_after_given
+  FROM idem.listen_effects('sms');
+SELECT rung FROM idem.listen_effects('sms');
+SELECT pg_listening_channels() AS listening;
+SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+SELECT idem.unlisten_effects('sms');
+SELECT count(*) AS listening FROM pg_listening_channels();
+SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+SELECT idem.unlisten_effects('sms');
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT show_error($$SELECT * FROM idem.listen_effects('sms')$$);
+ROLLBACK;
+BEGIN;
+CREATE TEMP TABLE ef_written (n int);
+SELECT show_error($$SELECT * FROM idem.listen_effects('sms')$$);
+ROLLBACK;
+
 -- Failed: retried after a backoff with jitter (2^(attempt - 1) s, times
 -- 0.5 to 1), or after retry_after; not retried with retry => false.
 SELECT token AS t3 FROM idem.effect_status('receipt:3') \gset
@@ -112,6 +150,8 @@ SET ROLE ef_etl;
 SELECT idem.record_effect('charge:7', 'stripe.charge', '{}', scope => 'billing') AS in_its_scope;
 SELECT show_error($$SELECT idem.record_effect('charge:7', 'stripe.charge', '{}')$$);
 SELECT show_error($$SELECT * FROM idem.take_effects('stripe.charge')$$);
+SELECT show_error($$SELECT * FROM idem.listen_effects('stripe.charge')$$);
+SELECT show_error($$SELECT idem.effects_done('{charge:7}', '{1}')$$);
 SELECT show_error($$SELECT count(*) FROM idem.effects$$);
 RESET ROLE;
 SELECT show_error($$SELECT idem.grant_usage('ef_etl', 'billing', 'outbox')$$);

@@ -100,6 +100,9 @@ PG_FUNCTION_INFO_V1(idem_record_effects);
 PG_FUNCTION_INFO_V1(idem_take_effects);
 PG_FUNCTION_INFO_V1(idem_renew_effect);
 PG_FUNCTION_INFO_V1(idem_effect_done);
+PG_FUNCTION_INFO_V1(idem_effects_done);
+PG_FUNCTION_INFO_V1(idem_listen_effects);
+PG_FUNCTION_INFO_V1(idem_unlisten_effects);
 PG_FUNCTION_INFO_V1(idem_effect_failed);
 PG_FUNCTION_INFO_V1(idem_effect_uncertain);
 PG_FUNCTION_INFO_V1(idem_effect_status);
@@ -662,6 +665,37 @@ Datum idem_effect_done(PG_FUNCTION_ARGS)
 {
     return pg::cpp_entry(fcinfo, [&]() -> Datum {
         pg_idempotent::effect_done(effect_report(fcinfo, 3), pg::arg_jsonb_text(fcinfo, 2));
+        PG_RETURN_VOID();
+    });
+}
+
+Datum idem_effects_done(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "keys");
+        pg::require_arg(fcinfo, 1, "tokens");
+        pg::require_arg(fcinfo, 3, "scope");
+        return Int64GetDatum(pg_idempotent::effects_done(pg::arg_value(fcinfo, 0), pg::arg_value(fcinfo, 1),
+                                                         pg::arg_value(fcinfo, 2), *pg::arg_text(fcinfo, 3)));
+    });
+}
+
+Datum idem_listen_effects(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "kind");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg_idempotent::listen_effects(pg::ResultSet(fcinfo), *pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
+        return Datum(0);
+    });
+}
+
+Datum idem_unlisten_effects(PG_FUNCTION_ARGS)
+{
+    return pg::cpp_entry(fcinfo, [&]() -> Datum {
+        pg::require_arg(fcinfo, 0, "kind");
+        pg::require_arg(fcinfo, 1, "scope");
+        pg_idempotent::unlisten_effects(*pg::arg_text(fcinfo, 0), *pg::arg_text(fcinfo, 1));
         PG_RETURN_VOID();
     });
 }

@@ -111,10 +111,9 @@ void take_effects(const pg::ResultSet& out, const TakeRequest& request)
                         "Take as many effects as the dispatcher will call before its leases run out.");
     effects::on_effects(request.scope, [&](pg::SpiSession& spi) {
         require_lease(spi, request.lease, "lease");
-        spi.return_rows(out, take_sql(),
-                        {Param::of_text(request.scope), Param::of_text(request.kind), Param::of_int4(request.n),
-                         Param::of_text(request.lease), Param::of_text(request.dispatcher)},
-                        true);
+        spi.return_rows_saved(out, take_sql(),
+                              {Param::of_text(request.scope), Param::of_text(request.kind), Param::of_int4(request.n),
+                               Param::of_text(request.lease), Param::of_text(request.dispatcher)});
     });
 }
 
@@ -152,6 +151,58 @@ void effect_done(const Report& report, const std::optional<std::string>& answer_
         if (r.rows.empty())
             throw lease_lost(spi, report);
     });
+}
+
+namespace {
+
+// The batch's rows in its order, with the answers (none when $4 is NULL).
+const char* const kDoneBatch =
+    "WITH u AS (SELECT u.k, u.t, u.a, u.ord FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]),"
+    "  pg_catalog.unnest($3::pg_catalog.int8[]), pg_catalog.unnest($4::pg_catalog.jsonb[]))"
+    "  WITH ORDINALITY AS u(k, t, a, ord)),"
+    " d AS (UPDATE idem.effects e SET state = 'done', answer = u.a, done_at = pg_catalog.clock_timestamp(),"
+    "  lease_until = NULL FROM u WHERE e.scope OPERATOR(pg_catalog.=) $1 AND e.key OPERATOR(pg_catalog.=) u.k"
+    "  AND e.token OPERATOR(pg_catalog.=) u.t AND e.state OPERATOR(pg_catalog.=) 'leased' RETURNING u.ord)"
+    " SELECT (SELECT pg_catalog.count(*) FROM d)::pg_catalog.text, l.k, l.t::pg_catalog.text FROM (SELECT 1) one"
+    " LEFT JOIN LATERAL (SELECT u.k, u.t FROM u WHERE NOT EXISTS (SELECT FROM d WHERE d.ord OPERATOR(pg_catalog.=) u.ord)"
+    "  ORDER BY u.ord LIMIT 1) l ON true";
+
+void require_batch(pg::SpiSession& spi, const pg::TypedValue& keys, const pg::TypedValue& tokens,
+                   const pg::TypedValue& answers)
+{
+    auto r = spi.query_saved(
+        "SELECT (pg_catalog.cardinality($1::pg_catalog.text[]) OPERATOR(pg_catalog.=)"
+        "  pg_catalog.cardinality($2::pg_catalog.int8[])"
+        " AND ($3::pg_catalog.jsonb[] IS NULL OR pg_catalog.cardinality($3::pg_catalog.jsonb[])"
+        "  OPERATOR(pg_catalog.=) pg_catalog.cardinality($1::pg_catalog.text[])))::pg_catalog.text,"
+        " (pg_catalog.array_position($1::pg_catalog.text[], NULL) IS NULL"
+        "  AND pg_catalog.array_position($2::pg_catalog.int8[], NULL) IS NULL)::pg_catalog.text",
+        {Param::of_value(keys), Param::of_value(tokens), Param::of_value(answers)});
+    if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
+        throw UserError(sqlstate::kInvalidParameterValue, "keys, tokens and answers must have one element per effect",
+                        {}, "Pass the key and token of each effect taken, in the same order (answers may be NULL).");
+    if (r.rows.at(0).at(1) != std::optional<std::string>("true"))
+        throw UserError(sqlstate::kNullValueNotAllowed, "keys and tokens must not contain NULL elements", {},
+                        "Report the effects as idem.take_effects returned them.");
+}
+
+}  // namespace
+
+std::int64_t effects_done(const pg::TypedValue& keys, const pg::TypedValue& tokens, const pg::TypedValue& answers,
+                          const std::string& scope)
+{
+    std::int64_t done = 0;
+    effects::on_effects(scope, [&](pg::SpiSession& spi) {
+        require_batch(spi, keys, tokens, answers);
+        auto r = spi.query_generic(kDoneBatch, {Param::of_text(scope), Param::of_value(keys), Param::of_value(tokens),
+                                                Param::of_value(answers)});
+        // One refused: the whole report is (the statement fails, and with
+        // it the updates of the others).
+        if (r.rows.at(0).at(1))
+            throw lease_lost(spi, Report{*r.rows[0][1], std::stoll(r.rows[0][2].value_or("0")), scope});
+        done = std::stoll(r.rows[0][0].value_or("0"));
+    });
+    return done;
 }
 
 std::string effect_failed(const Report& report, const std::optional<std::string>& error, bool retry,

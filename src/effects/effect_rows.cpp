@@ -55,9 +55,31 @@ std::string channel_of(const std::string& kind)
     return "idem_effects." + kind;
 }
 
-std::string notify_sql(const std::string& kind_param)
+std::string doorbell_keys(const std::string& scope_sql, const std::string& kind_sql)
 {
-    return "SELECT pg_catalog.pg_notify('idem_effects.' OPERATOR(pg_catalog.||) " + kind_param + ", '')";
+    return "pg_catalog.hashtext('idem_effects'), pg_catalog.hashtext(" + scope_sql +
+           " OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) " + kind_sql + ")";
+}
+
+std::string dispatcher_waits_sql(const std::string& scope_sql, const std::string& kind_sql)
+{
+    const std::string keys = doorbell_keys(scope_sql, kind_sql);
+    return "CASE WHEN pg_catalog.pg_try_advisory_lock(" + keys + ") THEN NOT pg_catalog.pg_advisory_unlock(" + keys +
+           ") ELSE true END";
+}
+
+void wake_dispatchers(pg::SpiSession& spi, const std::string& scope, const std::string& kind)
+{
+    auto r = spi.query_saved("SELECT (" + dispatcher_waits_sql("$1", "$2") + ")::pg_catalog.text",
+                             {pg::Param::of_text(scope), pg::Param::of_text(kind)});
+    if (r.rows.at(0).at(0) == std::optional<std::string>("true"))
+        notify_dispatchers(spi, kind);
+}
+
+void notify_dispatchers(pg::SpiSession& spi, const std::string& kind)
+{
+    spi.query_saved("SELECT pg_catalog.pg_notify('idem_effects.' OPERATOR(pg_catalog.||) $1, '')",
+                    {pg::Param::of_text(kind)});
 }
 
 std::string shown(const std::string& key)

@@ -45,6 +45,15 @@ struct TakeRequest {
 // (key, payload, token, attempt, uncertain, lease_until) of each effect taken.
 void take_effects(const pg::ResultSet& out, const TakeRequest& request);
 
+// Rings the doorbell of (scope, kind) for this session and LISTENs on the
+// kind's channel; returns (rung, settle_after): the transactions older than
+// the xid settle_after may have recorded an effect without ringing, so the
+// dispatcher looks again once none of them runs. rung is false when the
+// doorbell could not be taken: poll.
+void listen_effects(const pg::ResultSet& out, const std::string& kind, const std::string& scope);
+// Stops both: a dispatcher with work needs no NOTIFY.
+void unlisten_effects(const std::string& kind, const std::string& scope);
+
 struct Report {
     std::string key;
     std::int64_t token = 0;
@@ -54,6 +63,11 @@ struct Report {
 // The lease's new end; ID004 when the token no longer owns the effect.
 std::string renew_effect(const Report& report, const std::string& lease);
 void effect_done(const Report& report, const std::optional<std::string>& answer_json);
+// The effects keys[i] taken with tokens[i] (text[], bigint[]), done with
+// answers[i] (jsonb[], or NULL): in one statement, all or none (ID004 for
+// the first whose token no longer owns it). Returns how many.
+std::int64_t effects_done(const pg::TypedValue& keys, const pg::TypedValue& tokens, const pg::TypedValue& answers,
+                          const std::string& scope);
 // The effect's new state ('pending' or 'dead').
 std::string effect_failed(const Report& report, const std::optional<std::string>& error, bool retry,
                           const std::optional<std::string>& retry_after, bool uncertain);

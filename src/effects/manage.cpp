@@ -68,7 +68,7 @@ bool retry_effect(const std::string& key, const std::string& scope)
             {Param::of_text(scope), Param::of_text(key)});
         retried = !r.rows.empty();
         if (retried)
-            spi.query(effects::notify_sql("$1"), {Param::of_text(r.rows[0][0])});
+            effects::wake_dispatchers(spi, scope, r.rows[0][0].value_or(""));
     });
     return retried;
 }

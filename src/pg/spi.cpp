@@ -348,43 +348,52 @@ std::unordered_map<std::string, SPIPlanPtr>& saved_plans()
 
 QueryResult SpiSession::query_saved(const std::string& sql, const Params& params)
 {
-    return run_saved(sql, params, false);
+    return run_saved(sql, params, SavedRun::kCustomPlans);
+}
+
+QueryResult SpiSession::query_generic(const std::string& sql, const Params& params)
+{
+    return run_saved(sql, params, SavedRun::kGenericPlan);
 }
 
 QueryResult SpiSession::query_saved_latest(const std::string& sql, const Params& params)
 {
-    return run_saved(sql, params, true);
+    return run_saved(sql, params, SavedRun::kLatestSnapshot);
 }
 
-QueryResult SpiSession::run_saved(const std::string& sql, const Params& params, bool latest)
+namespace {
+
+// One plan per statement and parameter types: a statement called with a
+// NULL passed as text in one place and an int4 in another must not run the
+// int4 through the other call's plan, which would read it as a pointer to
+// text.
+SPIPlanPtr saved_plan(const std::string& sql, const SpiArgs& args, bool generic)
 {
-    connect();
-    SpiArgs args = convert_params(params);
-    // One plan per statement and parameter types: a statement called with a
-    // NULL passed as text in one place and an int4 in another must not run
-    // the int4 through the other call's plan, which would read it as a
-    // pointer to text.
     std::string key = sql;
-    key.push_back('\0');
+    key.push_back(generic ? '\1' : '\0');
     for (int i = 0; i < args.count; ++i)
         key += std::to_string(args.types[i]) + ",";
     auto& plans = saved_plans();
     auto it = plans.find(key);
-    SPIPlanPtr plan = nullptr;
-    if (it != plans.end()) {
-        plan = it->second;
-    } else {
-        plan = execute_checked(sql, true, [&]() noexcept {
-            SPIPlanPtr p = SPI_prepare(sql.c_str(), args.count, args.types);
-            if (p == nullptr)
-                elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-            if (SPI_keepplan(p) != 0)
-                elog(ERROR, "SPI_keepplan failed");
-            return p;
-        });
-        plans.emplace(key, plan);
-    }
-    // Saved statements are the extension's own fixed texts: always hidden.
+    if (it != plans.end())
+        return it->second;
+    SPIPlanPtr plan = execute_checked(sql, true, [&]() noexcept {
+        SPIPlanPtr p = SPI_prepare_cursor(sql.c_str(), args.count, args.types, generic ? CURSOR_OPT_GENERIC_PLAN : 0);
+        if (p == nullptr)
+            elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+        if (SPI_keepplan(p) != 0)
+            elog(ERROR, "SPI_keepplan failed");
+        return p;
+    });
+    plans.emplace(key, plan);
+    return plan;
+}
+
+// Saved statements are the extension's own fixed texts: always hidden.
+void execute_saved(const std::string& sql, const SpiArgs& args, SavedRun run)
+{
+    const bool latest = run == SavedRun::kLatestSnapshot;
+    SPIPlanPtr plan = saved_plan(sql, args, run == SavedRun::kGenericPlan);
     const int rc = execute_checked(sql, true, [&]() noexcept {
         if (latest)
             return SPI_execute_snapshot(plan, args.values, args.nulls, GetLatestSnapshot(), InvalidSnapshot, true,
@@ -392,6 +401,15 @@ QueryResult SpiSession::run_saved(const std::string& sql, const Params& params, 
         return SPI_execute_plan(plan, args.values, args.nulls, false, 0);
     });
     check_spi(rc, latest ? "SPI_execute_snapshot" : "SPI_execute_plan");
+}
+
+}  // namespace
+
+QueryResult SpiSession::run_saved(const std::string& sql, const Params& params, SavedRun run)
+{
+    connect();
+    SpiArgs args = convert_params(params);
+    execute_saved(sql, args, run);
     return copy_result();
 }
 
@@ -435,12 +453,26 @@ void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Pa
 void SpiSession::return_rows(const ResultSet& out_set, const std::string& sql, const Params& params,
                              bool hide_statement)
 {
+    return_rows_planned(out_set, sql, params, hide_statement, Plan::kOnce);
+}
+
+void SpiSession::return_rows_saved(const ResultSet& out_set, const std::string& sql, const Params& params)
+{
+    return_rows_planned(out_set, sql, params, true, Plan::kSaved);
+}
+
+void SpiSession::return_rows_planned(const ResultSet& out_set, const std::string& sql, const Params& params,
+                                     bool hide_statement, Plan saved)
+{
     FunctionCallInfoBaseData* fcinfo = out_set.call();
     connect();
     SpiArgs args = convert_params(params);
     pg_call([&]() noexcept { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    execute_with_args(sql, args, hide_statement);
+    if (saved == Plan::kSaved)
+        execute_saved(sql, args, SavedRun::kGenericPlan);
+    else
+        execute_with_args(sql, args, hide_statement);
     SPITupleTable* table = SPI_tuptable;
     if (table == nullptr)
         return;

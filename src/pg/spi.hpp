@@ -64,6 +64,9 @@ struct QueryResult {
     std::uint64_t processed = 0;
 };
 
+// How a saved statement runs (SpiSession::query_saved and its kin).
+enum class SavedRun { kCustomPlans, kLatestSnapshot, kGenericPlan };
+
 class SpiSession {
 public:
     SpiSession();
@@ -96,6 +99,11 @@ public:
     // READ or SERIALIZABLE transaction began, or on a snapshot it imported
     // (grants). Read-only statements only.
     QueryResult query_saved_latest(const std::string& sql, const Params& params = {});
+    // query_saved with a generic plan from the first call (PostgreSQL
+    // plans the first five calls for their values, and goes on doing so
+    // when that looks cheaper): for statements called often whose best plan
+    // does not depend on the values (a dispatcher's report).
+    QueryResult query_generic(const std::string& sql, const Params& params = {});
 
     // Runs a statement that returns at most one row and keeps its columns
     // as values (Datums copied out of SPI, valid until the calling function
@@ -121,9 +129,16 @@ public:
     // from it reach the client without the statement text as CONTEXT.
     void return_rows(const ResultSet& out, const std::string& sql, const Params& params = {},
                      bool hide_statement = false);
+    // The same with a generic plan kept for the session (as query_generic
+    // keeps it): the extension's own statements, called often (a
+    // dispatcher's take).
+    void return_rows_saved(const ResultSet& out, const std::string& sql, const Params& params = {});
 
 private:
-    QueryResult run_saved(const std::string& sql, const Params& params, bool latest);
+    enum class Plan { kOnce, kSaved };
+    void return_rows_planned(const ResultSet& out, const std::string& sql, const Params& params, bool hide_statement,
+                             Plan plan);
+    QueryResult run_saved(const std::string& sql, const Params& params, SavedRun run);
     bool connected_ = false;
 };
 
