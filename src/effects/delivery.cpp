@@ -20,7 +20,9 @@ namespace sqlstate = pg::sqlstate;
 // its outcome was reported), oldest first, skipping the rows another take
 // has locked: each kind of row from its own partial index (one OR of the
 // two would sort every due row on each take; expired leases are few, and
-// sorted by when they were due). A left-behind effect is taken again with a new token and
+// sorted by when they were due). The clock is read once, before, and
+// passed as $6: a volatile clock_timestamp() in the condition cannot bound
+// an index scan, so each take read every lease in flight. A left-behind effect is taken again with a new token and
 // marked uncertain (its call may have happened), or, after its last
 // attempt, is dead ("gone": the UPDATE's SET sees the row as it was).
 std::string take_sql()
@@ -29,11 +31,11 @@ std::string take_sql()
         "(e.state OPERATOR(pg_catalog.=) 'leased' AND e.attempts OPERATOR(pg_catalog.>=) e.max_attempts)";
     return "WITH p AS (SELECT e.scope, e.key, e.not_before AS due FROM idem.effects e"
            "  WHERE e.scope OPERATOR(pg_catalog.=) $1 AND e.kind OPERATOR(pg_catalog.=) $2"
-           "   AND e.state OPERATOR(pg_catalog.=) 'pending' AND e.not_before OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+           "   AND e.state OPERATOR(pg_catalog.=) 'pending' AND e.not_before OPERATOR(pg_catalog.<=) $6"
            "  ORDER BY e.not_before, e.key LIMIT $3 FOR UPDATE SKIP LOCKED),"
            " l AS (SELECT e.scope, e.key, e.not_before AS due FROM idem.effects e"
            "  WHERE e.scope OPERATOR(pg_catalog.=) $1 AND e.kind OPERATOR(pg_catalog.=) $2"
-           "   AND e.state OPERATOR(pg_catalog.=) 'leased' AND e.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+           "   AND e.state OPERATOR(pg_catalog.=) 'leased' AND e.lease_until OPERATOR(pg_catalog.<=) $6"
            "  ORDER BY e.not_before, e.key LIMIT $3 FOR UPDATE SKIP LOCKED),"
            " c AS (SELECT u.scope, u.key FROM (SELECT * FROM p UNION ALL SELECT * FROM l) u ORDER BY u.due, u.key LIMIT $3),"
            " t AS (UPDATE idem.effects e SET"
@@ -111,9 +113,11 @@ void take_effects(const pg::ResultSet& out, const TakeRequest& request)
                         "Take as many effects as the dispatcher will call before its leases run out.");
     effects::on_effects(request.scope, [&](pg::SpiSession& spi) {
         require_lease(spi, request.lease, "lease");
-        spi.return_rows_saved(out, take_sql(),
-                              {Param::of_text(request.scope), Param::of_text(request.kind), Param::of_int4(request.n),
-                               Param::of_text(request.lease), Param::of_text(request.dispatcher)});
+        const std::vector<pg::TypedValue> now = spi.query_values("SELECT pg_catalog.clock_timestamp()");
+        spi.return_rows_saved(
+            out, take_sql(),
+            {Param::of_text(request.scope), Param::of_text(request.kind), Param::of_int4(request.n),
+             Param::of_text(request.lease), Param::of_text(request.dispatcher), Param::of_value(now.at(0))});
     });
 }
 
