@@ -237,11 +237,13 @@ public:
         if (!listening_) {
             const Rows r =
                 db.query("SELECT rung::text, settle_after::text FROM idem.listen_effects($1, $2)", {o_.kind, o_.scope});
-            listening_ = r.at(0).at(0) == Cell("true");
             settle_after_ = r.at(0).at(1);
             backoff_ms_ = 10;
-            if (!listening_)  // the doorbell was held exclusively: poll
+            listening_ = true;
+            if (r.at(0).at(0) != Cell("true")) {  // the doorbell was held exclusively: poll, ring later
                 db.wait_for_notification(std::min(o_.poll_seconds, 1) * 1000);
+                busy(db);
+            }
             return;
         }
         if (settle_after_) {

@@ -72,6 +72,7 @@ SELECT idem.effects_done('{}', '{}') AS nothing_to_report;
 SELECT show_error($$SELECT idem.effects_done('{a,b}', '{1}')$$);
 SELECT show_error($$SELECT idem.effects_done('{a}', '{1}', '{1,2}')$$);
 SELECT show_error($$SELECT idem.effects_done('{a,NULL}', '{1,2}')$$);
+SELECT show_error($$SELECT idem.effects_done('{a,a}', '{1,2}')$$);
 SELECT show_error($$SELECT idem.effects_done(NULL, '{1}')$$);
 
 -- Waking dispatchers: an idle dispatcher rings the doorbell of its scope
@@ -86,13 +87,21 @@ SELECT idem.unlisten_effects('sms');
 SELECT count(*) AS listening FROM pg_listening_channels();
 SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 SELECT idem.unlisten_effects('sms');
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT show_error($$SELECT * FROM idem.listen_effects('sms')$$);
-ROLLBACK;
 BEGIN;
-CREATE TEMP TABLE ef_written (n int);
 SELECT show_error($$SELECT * FROM idem.listen_effects('sms')$$);
 ROLLBACK;
+SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+-- On its own it is fine at any isolation level (the look after it is a
+-- statement of its own); a statement that wrote before it is refused.
+SET default_transaction_isolation = 'repeatable read';
+SELECT rung FROM idem.listen_effects('sms');
+SELECT idem.unlisten_effects('sms');
+RESET default_transaction_isolation;
+-- (Not through show_error: its exception block is a subtransaction, which
+-- counts as a transaction block.)
+SELECT r.* FROM (SELECT pg_current_xact_id() AS x OFFSET 0) w,
+  LATERAL idem.listen_effects('sms' || left(w.x::text, 0)) r;
+SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 
 -- Failed: retried after a backoff with jitter (2^(attempt - 1) s, times
 -- 0.5 to 1), or after retry_after; not retried with retry => false.

@@ -180,13 +180,19 @@ void require_batch(pg::SpiSession& spi, const pg::TypedValue& keys, const pg::Ty
         " AND ($3::pg_catalog.jsonb[] IS NULL OR pg_catalog.cardinality($3::pg_catalog.jsonb[])"
         "  OPERATOR(pg_catalog.=) pg_catalog.cardinality($1::pg_catalog.text[])))::pg_catalog.text,"
         " (pg_catalog.array_position($1::pg_catalog.text[], NULL) IS NULL"
-        "  AND pg_catalog.array_position($2::pg_catalog.int8[], NULL) IS NULL)::pg_catalog.text",
+        "  AND pg_catalog.array_position($2::pg_catalog.int8[], NULL) IS NULL)::pg_catalog.text,"
+        " ((SELECT pg_catalog.count(DISTINCT k) FROM pg_catalog.unnest($1::pg_catalog.text[]) k)"
+        "  OPERATOR(pg_catalog.=) pg_catalog.cardinality($1::pg_catalog.text[]))::pg_catalog.text",
         {Param::of_value(keys), Param::of_value(tokens), Param::of_value(answers)});
     if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
         throw UserError(sqlstate::kInvalidParameterValue, "keys, tokens and answers must have one element per effect",
                         {}, "Pass the key and token of each effect taken, in the same order (answers may be NULL).");
     if (r.rows.at(0).at(1) != std::optional<std::string>("true"))
         throw UserError(sqlstate::kNullValueNotAllowed, "keys and tokens must not contain NULL elements", {},
+                        "Report the effects as idem.take_effects returned them.");
+    if (r.rows.at(0).at(2) != std::optional<std::string>("true"))
+        throw UserError(sqlstate::kInvalidParameterValue, "keys must not repeat a key",
+                        "One report per effect: a key given twice would be refused as reported already.",
                         "Report the effects as idem.take_effects returned them.");
 }
 

@@ -8,6 +8,7 @@
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/spi.hpp"
+#include "pg/transactions.hpp"
 
 namespace pg_idempotent {
 
@@ -18,22 +19,23 @@ using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
 // A recorder that probed before the doorbell rang is still running or has
-// committed; the dispatcher looks again once it has ended. On a
-// transaction's snapshot (REPEATABLE READ) that look sees nothing new, and
-// in a transaction that has an xid already settle_after would be older
-// than the ring: both refused.
-void require_fresh_snapshots(pg::SpiSession& spi)
+// committed; the dispatcher looks again once it has ended, in a statement
+// of its own (a fresh snapshot, whatever the isolation level). Inside a
+// transaction block the LISTEN waits for a COMMIT that may never come (a
+// ROLLBACK would keep the doorbell without it), and the look may share the
+// block's snapshot: refused. A statement that wrote before it in the same
+// transaction has an xid older than the ring: refused too.
+void require_own_transaction(pg::SpiSession& spi)
 {
-    auto r = spi.query_saved(
-        "SELECT pg_catalog.current_setting('transaction_isolation'),"
-        " (pg_catalog.pg_current_xact_id_if_assigned() IS NULL)::pg_catalog.text");
     const char* hint = "Call it on its own (autocommit), then take effects once more before waiting.";
-    if (r.rows.at(0).at(0) != std::optional<std::string>("read committed"))
-        throw UserError(sqlstate::kInvalidParameterValue,
-                        "idem.listen_effects needs READ COMMITTED, not " + r.rows[0][0].value_or(""),
-                        "The look for effects after it must see what committed since.", hint);
+    if (pg::in_transaction_block())
+        throw UserError(sqlstate::kActiveSqlTransaction, "idem.listen_effects cannot run inside a transaction block",
+                        "Its LISTEN takes effect at COMMIT, and the look for effects after it must see what "
+                        "committed since.",
+                        hint);
     // settle_after must be drawn after the doorbell rang.
-    if (r.rows[0].at(1) != std::optional<std::string>("true"))
+    auto r = spi.query_saved("SELECT (pg_catalog.pg_current_xact_id_if_assigned() IS NULL)::pg_catalog.text");
+    if (r.rows.at(0).at(0) != std::optional<std::string>("true"))
         throw UserError(sqlstate::kInvalidParameterValue,
                         "idem.listen_effects must run before its transaction writes anything",
                         "The xid it answers must be newer than every recorder that missed the doorbell.", hint);
@@ -49,7 +51,8 @@ bool holds_doorbell(pg::SpiSession& spi, const std::string& scope, const std::st
                             " AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()"
                             " AND l.classid OPERATOR(pg_catalog.=) k.k1::pg_catalog.oid"
                             " AND l.objid OPERATOR(pg_catalog.=) k.k2::pg_catalog.oid"
-                            " AND l.objsubid OPERATOR(pg_catalog.=) 2 AND l.granted)::pg_catalog.text";
+                            " AND l.objsubid OPERATOR(pg_catalog.=) 2"
+                            " AND l.mode OPERATOR(pg_catalog.=) 'ShareLock' AND l.granted)::pg_catalog.text";
     return spi.query_saved(sql, {Param::of_text(scope), Param::of_text(kind)}).rows.at(0).at(0) ==
            std::optional<std::string>("true");
 }
@@ -78,7 +81,7 @@ void listen_effects(const pg::ResultSet& out, const std::string& kind, const std
 {
     effects::require_kind(kind);
     effects::on_effects(scope, [&](pg::SpiSession& spi) {
-        require_fresh_snapshots(spi);
+        require_own_transaction(spi);
         spi.execute("LISTEN " + pg::quote_ident(effects::channel_of(kind)));
         const bool rung = ring_doorbell(spi, scope, kind);
         // An xid drawn after the doorbell rang: every recorder that probed

@@ -53,6 +53,7 @@ inline constexpr const char* kUndefinedTable = "42P01";
 inline constexpr const char* kUndefinedObject = "42704";
 inline constexpr const char* kDuplicateTable = "42P07";
 inline constexpr const char* kSerializationFailure = "40001";
+inline constexpr const char* kActiveSqlTransaction = "25001";
 inline constexpr const char* kFeatureNotSupported = "0A000";
 inline constexpr const char* kCheckViolation = "23514";
 inline constexpr const char* kDependentObjectsStillExist = "2BP01";

@@ -67,4 +67,9 @@ std::uint32_t local_transaction_id()
     return MyProc != nullptr ? compat::my_local_transaction_id() : 0;
 }
 
+bool in_transaction_block()
+{
+    return IsTransactionBlock();
+}
+
 }  // namespace pg_idempotent::pg

@@ -27,6 +27,10 @@ void in_rolled_back_subtransaction(const std::function<void()>& fn);
 // rethrown. C++ exceptions other than PgError go on.
 std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn);
 
+// Whether the caller is inside BEGIN ... COMMIT (or several statements sent
+// at once), not a transaction of its own statement.
+bool in_transaction_block();
+
 // An id of the current top-level transaction, for per-transaction caches.
 std::uint32_t local_transaction_id();
 
