@@ -350,6 +350,9 @@ CREATE TABLE idem.effects (
   done_at timestamptz,
   PRIMARY KEY (scope, key),
   CONSTRAINT effects_state CHECK (state IN ('pending', 'leased', 'done', 'dead')),
+  -- A lease has an end exactly while the effect is leased (the leased
+  -- index and take_effects rely on it).
+  CONSTRAINT effects_lease CHECK ((state = 'leased') = (lease_until IS NOT NULL)),
   CONSTRAINT effects_max_attempts CHECK (max_attempts >= 1),
   CONSTRAINT effects_key_length CHECK (pg_catalog.octet_length(key) <= 512),
   CONSTRAINT effects_kind_length CHECK (pg_catalog.octet_length(kind) BETWEEN 1 AND 48)

@@ -240,7 +240,7 @@ public:
             settle_after_ = r.at(0).at(1);
             backoff_ms_ = 10;
             listening_ = true;
-            if (r.at(0).at(0) != Cell("true")) {  // the doorbell was held exclusively: poll, ring later
+            if (r.at(0).at(0) != Cell("true")) {  // recorders probed it at each try: poll, ring later
                 db.wait_for_notification(std::min(o_.poll_seconds, 1) * 1000);
                 busy(db);
             }

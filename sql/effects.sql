@@ -83,6 +83,9 @@ SELECT rung, settle_after IS NOT NULL AS settle_after_given
 SELECT rung FROM idem.listen_effects('sms');
 SELECT pg_listening_channels() AS listening;
 SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+-- The doorbell is an advisory lock no SQL function can name (objsubid 3:
+-- pg_advisory_lock's are 1 and 2), held shared.
+SELECT objsubid, mode FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 SELECT idem.unlisten_effects('sms');
 SELECT count(*) AS listening FROM pg_listening_channels();
 SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
@@ -92,16 +95,20 @@ SELECT show_error($$SELECT * FROM idem.listen_effects('sms')$$);
 ROLLBACK;
 SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 -- On its own it is fine at any isolation level (the look after it is a
--- statement of its own); a statement that wrote before it is refused.
+-- statement of its own), also after a write in the same statement: the
+-- xid it answers is never older than the statement's own.
 SET default_transaction_isolation = 'repeatable read';
 SELECT rung FROM idem.listen_effects('sms');
 SELECT idem.unlisten_effects('sms');
 RESET default_transaction_isolation;
--- (Not through show_error: its exception block is a subtransaction, which
--- counts as a transaction block.)
-SELECT r.* FROM (SELECT pg_current_xact_id() AS x OFFSET 0) w,
+SELECT r.rung, r.settle_after >= w.x AS settles_after_own_xid
+  FROM (SELECT pg_current_xact_id() AS x OFFSET 0) w,
   LATERAL idem.listen_effects('sms' || left(w.x::text, 0)) r;
+SELECT idem.unlisten_effects('sms');
 SELECT count(*) AS doorbells_held FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+-- A subtransaction (a PL/pgSQL block with EXCEPTION) counts as a block:
+-- rolled back, it would undo the LISTEN and keep the doorbell.
+DO $$ BEGIN PERFORM idem.listen_effects('sms'); EXCEPTION WHEN division_by_zero THEN NULL; END $$;
 
 -- Failed: retried after a backoff with jitter (2^(attempt - 1) s, times
 -- 0.5 to 1), or after retry_after; not retried with retry => false.

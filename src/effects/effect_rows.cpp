@@ -1,7 +1,9 @@
 #include "effects/effect_rows.hpp"
 
 #include "common/scope_grants.hpp"
+#include "pg/doorbell_lock.hpp"
 #include "pg/errors.hpp"
+#include "pg/notify.hpp"
 #include "pg/roles.hpp"
 
 namespace pg_idempotent::effects {
@@ -55,31 +57,15 @@ std::string channel_of(const std::string& kind)
     return "idem_effects." + kind;
 }
 
-std::string doorbell_keys(const std::string& scope_sql, const std::string& kind_sql)
+std::string doorbell_of(const std::string& scope, const std::string& kind)
 {
-    return "pg_catalog.hashtext('idem_effects'), pg_catalog.hashtext(" + scope_sql +
-           " OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) " + kind_sql + ")";
+    return scope + "/" + kind;
 }
 
-std::string dispatcher_waits_sql(const std::string& scope_sql, const std::string& kind_sql)
+void wake_dispatchers(const std::string& scope, const std::string& kind)
 {
-    const std::string keys = doorbell_keys(scope_sql, kind_sql);
-    return "CASE WHEN pg_catalog.pg_try_advisory_lock(" + keys + ") THEN NOT pg_catalog.pg_advisory_unlock(" + keys +
-           ") ELSE true END";
-}
-
-void wake_dispatchers(pg::SpiSession& spi, const std::string& scope, const std::string& kind)
-{
-    auto r = spi.query_saved("SELECT (" + dispatcher_waits_sql("$1", "$2") + ")::pg_catalog.text",
-                             {pg::Param::of_text(scope), pg::Param::of_text(kind)});
-    if (r.rows.at(0).at(0) == std::optional<std::string>("true"))
-        notify_dispatchers(spi, kind);
-}
-
-void notify_dispatchers(pg::SpiSession& spi, const std::string& kind)
-{
-    spi.query_saved("SELECT pg_catalog.pg_notify('idem_effects.' OPERATOR(pg_catalog.||) $1, '')",
-                    {pg::Param::of_text(kind)});
+    if (pg::doorbell_held(doorbell_of(scope, kind)))
+        pg::notify(channel_of(kind), "");
 }
 
 std::string shown(const std::string& key)

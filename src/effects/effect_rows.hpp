@@ -23,26 +23,18 @@ void on_effects(const std::string& scope, const std::function<void(pg::SpiSessio
 // The LISTEN channel of a kind: "idem_effects.<kind>".
 std::string channel_of(const std::string& kind);
 
-// The doorbell of (scope, kind): a session-level advisory lock that idle
-// dispatchers hold shared (idem.listen_effects). A NOTIFY makes every
-// notifying commit of the cluster wait for the others (PostgreSQL
-// serializes them), so an effect made deliverable rings only when a
-// dispatcher waits: the recorder probes the lock after writing the effect
-// and, when one holds it, notifies the kind's channel at commit (an empty
-// payload: one notification per kind and transaction). A dispatcher that
-// starts waiting after the probe waits for the recorder's transaction to
-// end, then looks.
-//
-// The advisory lock's two keys for the scope and kind given as SQL
-// (parameters such as "$1").
-std::string doorbell_keys(const std::string& scope_sql, const std::string& kind_sql);
-// A boolean SQL expression: whether a dispatcher of that scope and kind
-// waits. The probe holds the lock exclusively for one expression: a
-// recorder probing at the same moment rings without need (a spare NOTIFY).
-std::string dispatcher_waits_sql(const std::string& scope_sql, const std::string& kind_sql);
-// Probes, and notifies when a dispatcher waits.
-void wake_dispatchers(pg::SpiSession& spi, const std::string& scope, const std::string& kind);
-void notify_dispatchers(pg::SpiSession& spi, const std::string& kind);
+// The doorbell of (scope, kind) (pg/doorbell_lock.hpp), which idle
+// dispatchers hold (idem.listen_effects). A NOTIFY makes every notifying
+// commit of the cluster wait for the others (PostgreSQL serializes them),
+// so an effect made deliverable rings only when a dispatcher waits: the
+// recorder probes the doorbell after writing the effect and, when one
+// holds it, notifies the kind's channel at commit (an empty payload: one
+// notification per kind and transaction). A dispatcher that starts waiting
+// after the probe waits for the recorder's transaction to end, then looks.
+std::string doorbell_of(const std::string& scope, const std::string& kind);
+// Probes, and notifies when a dispatcher waits. Call it after writing the
+// effect, in the same transaction.
+void wake_dispatchers(const std::string& scope, const std::string& kind);
 
 // The key as an error message shows it (at most 200 characters).
 std::string shown(const std::string& key);

@@ -68,7 +68,7 @@ bool retry_effect(const std::string& key, const std::string& scope)
             {Param::of_text(scope), Param::of_text(key)});
         retried = !r.rows.empty();
         if (retried)
-            effects::wake_dispatchers(spi, scope, r.rows[0][0].value_or(""));
+            effects::wake_dispatchers(scope, r.rows[0][0].value_or(""));
     });
     return retried;
 }

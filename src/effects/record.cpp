@@ -37,17 +37,13 @@ UserError other_effect(const std::string& key, const std::string& scope, const s
                      what, "A rerun must record the same effect (kind and payload); another effect needs another key.");
 }
 
-// Returns whether a dispatcher waits for the effect (due now): the probe
-// in the statement that wrote it, no statement of its own.
-std::string insert_one_sql()
-{
-    return "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts)"
-           " VALUES ($1, $2, $3, $4::pg_catalog.jsonb, COALESCE($5::pg_catalog.timestamptz, pg_catalog.now()),"
-           " $6::pg_catalog.int4)"
-           " ON CONFLICT (scope, key) DO NOTHING"
-           " RETURNING (e.not_before OPERATOR(pg_catalog.<=) pg_catalog.now() AND " +
-           effects::dispatcher_waits_sql("$1", "$3") + ")::pg_catalog.text";
-}
+// Returns whether the effect is due now.
+const char* const kInsertOne =
+    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts)"
+    " VALUES ($1, $2, $3, $4::pg_catalog.jsonb, COALESCE($5::pg_catalog.timestamptz, pg_catalog.now()),"
+    " $6::pg_catalog.int4)"
+    " ON CONFLICT (scope, key) DO NOTHING"
+    " RETURNING (e.not_before OPERATOR(pg_catalog.<=) pg_catalog.now())::pg_catalog.text";
 
 const char* const kStoredOne =
     "SELECT e.kind, (e.payload OPERATOR(pg_catalog.=) $3::pg_catalog.jsonb)::pg_catalog.text"
@@ -80,9 +76,9 @@ bool record_effect(const EffectRecord& e)
     require_attempts(e.max_attempts);
     bool recorded = false;
     effects::on_effects(e.scope, [&](pg::SpiSession& spi) {
-        auto r = spi.query_saved(insert_one_sql(), {Param::of_text(e.scope), Param::of_text(e.key),
-                                                    Param::of_text(e.kind), Param::of_text(e.payload),
-                                                    Param::of_value(e.not_before), Param::of_int4(e.max_attempts)});
+        auto r = spi.query_saved(
+            kInsertOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.kind),
+                         Param::of_text(e.payload), Param::of_value(e.not_before), Param::of_int4(e.max_attempts)});
         if (r.rows.empty()) {
             recorded = recorded_before(spi, e);
             return;
@@ -90,7 +86,7 @@ bool record_effect(const EffectRecord& e)
         recorded = true;
         note_recorded_effect(e.scope, e.key);
         if (r.rows[0][0] == std::optional<std::string>("true"))
-            effects::notify_dispatchers(spi, e.kind);
+            effects::wake_dispatchers(e.scope, e.kind);
     });
     return recorded;
 }
@@ -266,7 +262,7 @@ void record_effects(const pg::ResultSet& out, const std::string& query, const st
         }
         note_recorded_effects(scope, first_key, static_cast<std::uint64_t>(recorded));
         if (recorded > 0 && due)
-            effects::wake_dispatchers(spi, scope, kind);
+            effects::wake_dispatchers(scope, kind);
     });
     pg::return_text_rows(out, {{std::to_string(recorded), std::to_string(already)}});
     spi.finish();

@@ -10,6 +10,7 @@
 extern "C" {
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 }
@@ -76,6 +77,17 @@ inline List* insert_index_tuples_speculative(ResultRelInfo* rri, TupleTableSlot*
     return ExecInsertIndexTuples(rri, slot, estate, false, true, spec_conflict, arbiters, false);
 #else
     return ExecInsertIndexTuples(rri, slot, estate, false, true, spec_conflict, arbiters);
+#endif
+}
+
+// Whether this backend holds the lock in exactly this mode (17 added
+// orstronger).
+inline bool lock_held_by_me(const LOCKTAG* tag, LOCKMODE mode)
+{
+#if PG_VERSION_NUM >= 170000
+    return LockHeldByMe(tag, mode, false);
+#else
+    return LockHeldByMe(tag, mode);
 #endif
 }
 

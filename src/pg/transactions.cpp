@@ -4,6 +4,7 @@
 #include "pg/guard.hpp"
 
 extern "C" {
+#include "access/transam.h"
 #include "access/xact.h"
 #include "storage/proc.h"
 #include "utils/resowner.h"
@@ -65,6 +66,12 @@ std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn)
 std::uint32_t local_transaction_id()
 {
     return MyProc != nullptr ? compat::my_local_transaction_id() : 0;
+}
+
+std::uint64_t newest_assigned_xid()
+{
+    const FullTransactionId next = pg_call([]() noexcept { return ReadNextFullTransactionId(); });
+    return U64FromFullTransactionId(next) - 1;
 }
 
 bool in_transaction_block()

@@ -31,6 +31,10 @@ std::optional<PgError> try_in_subtransaction(const std::function<void()>& fn);
 // at once), not a transaction of its own statement.
 bool in_transaction_block();
 
+// The newest full xid assigned so far, as the number xid8 shows (every
+// transaction that has an xid now has one at most this; none is assigned).
+std::uint64_t newest_assigned_xid();
+
 // An id of the current top-level transaction, for per-transaction caches.
 std::uint32_t local_transaction_id();
 
