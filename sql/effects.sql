@@ -186,6 +186,29 @@ SELECT show_error($$SELECT idem.effect_failed('k', 1, retry_after => '-1 s')$$);
 SELECT show_error($$SELECT idem.purge_effects('-1 day')$$);
 SELECT count(*) AS nothing_recorded FROM idem.effects WHERE key = 'k';
 
+-- record_effect inserts its row without SPI where that is exactly what its
+-- SQL does (pg_native/effect_row_insert.hpp); under SERIALIZABLE the SQL
+-- runs (its predicate locks). Both write the same row and say the same.
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT idem.record_effect('path:sql', 'path', '{"n": 1}', not_before => '2999-01-01') AS recorded_by_sql,
+       idem.record_effect('path:sql', 'path', '{"n": 1}', not_before => '2999-01-01') AS again_by_sql;
+SELECT show_error($$SELECT idem.record_effect('path:sql', 'path', '{"n": 2}')$$);
+COMMIT;
+SELECT idem.record_effect('path:direct', 'path', '{"n": 1}', not_before => '2999-01-01') AS recorded_directly,
+       idem.record_effect('path:direct', 'path', '{"n": 1}', not_before => '2999-01-01') AS again_directly;
+SELECT show_error($$SELECT idem.record_effect('path:direct', 'path', '{"n": 2}')$$);
+SELECT count(DISTINCT (kind, payload, state, not_before, attempts, max_attempts, token, lease_until, dispatcher,
+                       uncertain, last_error, answer, done_at, recorded_at = now())) AS one_row_shape,
+       count(*) AS rows
+  FROM idem.effects WHERE kind = 'path';
+-- The released CHECK constraints hold by construction of its values; any
+-- other constraint on the table is checked as the SQL would check it.
+ALTER TABLE idem.effects ADD CONSTRAINT effects_no_forbidden CHECK (key <> 'forbidden');
+SELECT regexp_replace(show_error($$SELECT idem.record_effect('forbidden', 'path', '{}')$$),
+  'Failing row contains .*', 'Failing row contains (...)') AS other_constraint;
+ALTER TABLE idem.effects DROP CONSTRAINT effects_no_forbidden;
+DELETE FROM idem.effects WHERE kind = 'path';
+
 -- Rerun-safe by construction: a job that records its effects with its
 -- rows, keyed by the order, records nothing new on its second run; one
 -- keyed by the time records a new effect every run (ID002, naming it).

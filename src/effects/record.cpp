@@ -13,6 +13,7 @@
 #include "pg/roles.hpp"
 #include "pg/transactions.hpp"
 #include "pg/values.hpp"
+#include "pg_native/effect_row_insert.hpp"
 
 namespace pg_idempotent {
 
@@ -67,6 +68,21 @@ bool recorded_before(pg::SpiSession& spi, const EffectRecord& e)
     return false;
 }
 
+// The effect's row inserted, or found there: without SPI where that is
+// exactly equivalent (pg_native/effect_row_insert), else by SQL.
+pg::EffectInsert insert_one(pg::SpiSession& spi, const EffectRecord& e)
+{
+    pg::EffectInsert ins = pg::insert_effect_row({e.scope, e.key, e.kind, e.payload, e.not_before, e.max_attempts});
+    if (ins.outcome != pg::EffectInsert::Outcome::kUnsupported)
+        return ins;
+    auto r = spi.query_saved(
+        kInsertOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.kind), Param::of_text(e.payload),
+                     Param::of_value(e.not_before), Param::of_int4(e.max_attempts)});
+    ins.outcome = r.rows.empty() ? pg::EffectInsert::Outcome::kExists : pg::EffectInsert::Outcome::kInserted;
+    ins.due = !r.rows.empty() && r.rows[0][0] == std::optional<std::string>("true");
+    return ins;
+}
+
 }  // namespace
 
 bool record_effect(const EffectRecord& e)
@@ -76,16 +92,14 @@ bool record_effect(const EffectRecord& e)
     require_attempts(e.max_attempts);
     bool recorded = false;
     effects::on_effects(e.scope, [&](pg::SpiSession& spi) {
-        auto r = spi.query_saved(
-            kInsertOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.kind),
-                         Param::of_text(e.payload), Param::of_value(e.not_before), Param::of_int4(e.max_attempts)});
-        if (r.rows.empty()) {
+        const pg::EffectInsert ins = insert_one(spi, e);
+        if (ins.outcome == pg::EffectInsert::Outcome::kExists) {
             recorded = recorded_before(spi, e);
             return;
         }
         recorded = true;
         note_recorded_effect(e.scope, e.key);
-        if (r.rows[0][0] == std::optional<std::string>("true"))
+        if (ins.due)
             effects::wake_dispatchers(e.scope, e.kind);
     });
     return recorded;

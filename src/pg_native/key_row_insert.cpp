@@ -5,6 +5,7 @@
 #include "core/key_id.hpp"
 #include "pg/compat.hpp"
 #include "pg/guard.hpp"
+#include "pg_native/speculative_insert.hpp"
 
 extern "C" {
 #include "access/table.h"
@@ -49,11 +50,6 @@ enum Column {
     kColumnCount
 };
 
-struct ColumnSpec {
-    const char* name;
-    Oid type;
-};
-
 const ColumnSpec kColumns[kColumnCount] = {
     {"scope", TEXTOID},
     {"key", TEXTOID},
@@ -70,63 +66,6 @@ const ColumnSpec kColumns[kColumnCount] = {
     {"long_key", TEXTOID},
 };
 
-// Index into the tuple descriptor of each column; false unless the table has
-// exactly the released columns, none with a default, identity or generation.
-bool map_columns(TupleDesc desc, int* at)
-{
-    int live = 0;
-    for (int c = 0; c < kColumnCount; ++c)
-        at[c] = -1;
-    for (int i = 0; i < desc->natts; ++i) {
-        Form_pg_attribute att = TupleDescAttr(desc, i);
-        if (att->attisdropped)
-            continue;
-        ++live;
-        // The released order first (one comparison per column on every
-        // claim), then any other.
-        int found = -1;
-        if (live - 1 < kColumnCount && strcmp(NameStr(att->attname), kColumns[live - 1].name) == 0) {
-            found = live - 1;
-        } else {
-            for (int c = 0; c < kColumnCount && found < 0; ++c) {
-                if (strcmp(NameStr(att->attname), kColumns[c].name) == 0)
-                    found = c;
-            }
-        }
-        if (found < 0 || at[found] >= 0 || att->atttypid != kColumns[found].type || att->atthasdef ||
-            att->attidentity != '\0' || att->attgenerated != '\0')
-            return false;
-        at[found] = i;
-    }
-    return live == kColumnCount;
-}
-
-// The arbiters ON CONFLICT (scope, key) would infer: every valid,
-// immediate unique index on exactly those two columns, without expressions
-// or predicate. NIL (the SQL path) if there is none or one is deferrable.
-List* arbiter_indexes(ResultRelInfo* rri, const int* at)
-{
-    List* arbiters = NIL;
-    for (int i = 0; i < rri->ri_NumIndices; ++i) {
-        Relation index = rri->ri_IndexRelationDescs[i];
-        IndexInfo* info = rri->ri_IndexRelationInfo[i];
-        if (!index->rd_index->indisunique || !index->rd_index->indisvalid)
-            continue;
-        if (info->ii_NumIndexKeyAttrs != 2 || info->ii_Expressions != NIL || info->ii_Predicate != NIL)
-            continue;
-        const AttrNumber a = info->ii_IndexAttrNumbers[0];
-        const AttrNumber b = info->ii_IndexAttrNumbers[1];
-        const AttrNumber scope = static_cast<AttrNumber>(at[kScope] + 1);
-        const AttrNumber key = static_cast<AttrNumber>(at[kKey] + 1);
-        if (!((a == scope && b == key) || (a == key && b == scope)))
-            continue;
-        if (!index->rd_index->indimmediate)
-            return NIL;
-        arbiters = lappend_oid(arbiters, RelationGetRelid(index));
-    }
-    return arbiters;
-}
-
 // What the lambda hands back: plain values, strings palloc'd in the
 // caller's memory context.
 struct RawResult {
@@ -140,90 +79,9 @@ struct RawResult {
     int64 token;
 };
 
-Datum text_datum(const std::string& s)
+Datum datum_of(const std::string& s)
 {
-    return PointerGetDatum(cstring_to_text_with_len(s.data(), static_cast<int>(s.size())));
-}
-
-// Everything below runs inside one pg_call: plain PostgreSQL calls, no C++
-// object with a destructor.
-
-// idem.keys, when this transaction may write it here exactly as the SQL path
-// would; InvalidOid when the SQL path must run instead.
-Oid keys_table_for_direct_insert()
-{
-    // SERIALIZABLE: the SQL path's statements take the predicate locks. A
-    // read-only transaction (or a hot standby): the INSERT raises 25006.
-    if (!ActiveSnapshotSet() || IsolationIsSerializable() || XactReadOnly || IsInParallelMode())
-        return InvalidOid;
-    const Oid ns = get_namespace_oid("idem", true);
-    const Oid relid = OidIsValid(ns) ? get_relname_relid("keys", ns) : InvalidOid;
-    if (!OidIsValid(relid))
-        return InvalidOid;
-    // The statements would need both privileges of the current user (the
-    // SQL path reports it if one is missing).
-    if (pg_class_aclmask(relid, GetUserId(), ACL_INSERT | ACL_SELECT, ACLMASK_ALL) != (ACL_INSERT | ACL_SELECT))
-        return InvalidOid;
-    return relid;
-}
-
-// idem.keys opened for the insert, with the executor state, the arbiter
-// indexes and the two slots one claim works with.
-struct ClaimTarget {
-    Relation rel;
-    int at[kColumnCount];
-    EState* estate;
-    ResultRelInfo* rri;
-    List* arbiters;
-    TupleTableSlot* slot;   // the row this claim would insert
-    TupleTableSlot* found;  // the row already there
-};
-
-// The table opened and its columns mapped; false (the table closed again)
-// when its shape is not the released one.
-bool open_keys_table(Oid relid, ClaimTarget* t)
-{
-    t->rel = table_open(relid, RowExclusiveLock);
-    if (t->rel->rd_rel->relkind != RELKIND_RELATION || t->rel->trigdesc != nullptr || t->rel->rd_rel->relrowsecurity ||
-        !map_columns(RelationGetDescr(t->rel), t->at)) {
-        table_close(t->rel, NoLock);
-        return false;
-    }
-    return true;
-}
-
-// An executor state of one result relation, as logical replication's apply
-// worker builds it (no plan), left current as the memory context. False
-// (everything released, the caller's context current) without an arbiter.
-bool start_executor(MemoryContext caller, ClaimTarget* t)
-{
-    t->estate = CreateExecutorState();
-    MemoryContextSwitchTo(t->estate->es_query_cxt);
-    compat::init_insert_range_table(t->estate, RelationGetRelid(t->rel), t->rel->rd_rel->relkind, RowExclusiveLock);
-    t->rri = makeNode(ResultRelInfo);
-    InitResultRelInfo(t->rri, t->rel, 1, nullptr, 0);
-    ExecOpenIndices(t->rri, true);
-    t->arbiters = arbiter_indexes(t->rri, t->at);
-    if (t->arbiters == NIL) {
-        ExecCloseIndices(t->rri);
-        MemoryContextSwitchTo(caller);
-        FreeExecutorState(t->estate);
-        table_close(t->rel, NoLock);
-        return false;
-    }
-    TupleDesc desc = RelationGetDescr(t->rel);
-    t->slot = ExecInitExtraTupleSlot(t->estate, desc, table_slot_callbacks(t->rel));
-    t->found = ExecInitExtraTupleSlot(t->estate, desc, table_slot_callbacks(t->rel));
-    return true;
-}
-
-void finish_executor(MemoryContext caller, ClaimTarget* t)
-{
-    ExecCloseIndices(t->rri);
-    ExecResetTupleTable(t->estate->es_tupleTable, false);
-    MemoryContextSwitchTo(caller);
-    FreeExecutorState(t->estate);
-    table_close(t->rel, NoLock);
+    return text_datum(s.data(), s.size());
 }
 
 // The key's columns as datums, computed once for every round.
@@ -236,63 +94,12 @@ struct KeyDatums {
 KeyDatums key_datums(const KeyClaim& claim, const std::string& id)
 {
     const bool inline_key = core::key_is_inline(claim.key);
-    return {text_datum(claim.scope), text_datum(id), inline_key ? Datum(0) : text_datum(claim.key)};
-}
-
-// The slot emptied: every column NULL until set_column.
-void clear_row(TupleTableSlot* slot)
-{
-    ExecClearTuple(slot);
-    for (int i = 0; i < slot->tts_tupleDescriptor->natts; ++i)
-        slot->tts_isnull[i] = true;
-}
-
-void set_column(ClaimTarget* t, Column c, Datum value)
-{
-    t->slot->tts_values[t->at[c]] = value;
-    t->slot->tts_isnull[t->at[c]] = false;
-}
-
-// As ON CONFLICT DO NOTHING: under REPEATABLE READ a conflicting row this
-// snapshot cannot see fails the transaction.
-void require_visible_conflict(const ClaimTarget& t)
-{
-    if (!IsolationUsesXactSnapshot() || table_tuple_satisfies_snapshot(t.rel, t.found, GetActiveSnapshot()))
-        return;
-    bool isnull = false;
-    const Datum xmin = slot_getsysattr(t.found, MinTransactionIdAttributeNumber, &isnull);
-    if (!TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)))
-        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                        errmsg("could not serialize access due to concurrent update"),
-                        errhint("The transaction might succeed if retried.")));
-}
-
-enum class Conflict { kNone, kFound, kGone };
-
-// Whether a row holds the key's (scope, key): kFound with it in
-// t->found. Waits for an open transaction that holds a conflicting row.
-// kGone: the conflicting row was deleted or replaced since (a forget, a
-// takeover), so look again.
-Conflict find_conflict(ClaimTarget* t, const KeyDatums& k)
-{
-    clear_row(t->slot);
-    set_column(t, kScope, k.scope);
-    set_column(t, kKey, k.key);
-    ExecStoreVirtualTuple(t->slot);
-    ItemPointerData conflict;
-    if (compat::check_index_constraints(t->rri, t->slot, t->estate, &conflict, t->arbiters))
-        return Conflict::kNone;
-    SnapshotData dirty;
-    InitDirtySnapshot(dirty);
-    if (!table_tuple_fetch_row_version(t->rel, &conflict, &dirty, t->found))
-        return Conflict::kGone;
-    require_visible_conflict(*t);
-    return Conflict::kFound;
+    return {datum_of(claim.scope), datum_of(id), inline_key ? Datum(0) : datum_of(claim.key)};
 }
 
 // The columns of the row in t->found that claim decides on, copied into the
 // caller's memory context.
-void read_existing(const ClaimTarget& t, const KeyClaim& claim, MemoryContext caller, RawResult* out)
+void read_existing(const InsertTarget& t, const KeyClaim& claim, MemoryContext caller, RawResult* out)
 {
     bool isnull = false;
     MemoryContextSwitchTo(caller);
@@ -339,15 +146,15 @@ int64 next_token()
 // The row claim's SQL writes for a new key, the transaction id assigned
 // only now, checked against the table's constraints. A leased claim draws
 // its fencing token here, only once no conflicting row was found.
-void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k, RawResult* out)
+void build_new_row(InsertTarget* t, const KeyClaim& claim, const KeyDatums& k, RawResult* out)
 {
-    clear_row(t->slot);
+    clear_row(t);
     set_column(t, kScope, k.scope);
     set_column(t, kKey, k.key);
     if (k.long_key != Datum(0))
         set_column(t, kLongKey, k.long_key);
     if (claim.fingerprint)
-        set_column(t, kFingerprint, text_datum(*claim.fingerprint));
+        set_column(t, kFingerprint, datum_of(*claim.fingerprint));
     if (claim.lease) {
         const Datum lease = DirectFunctionCall3(interval_in, CStringGetDatum(claim.lease->c_str()),
                                                 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
@@ -370,36 +177,22 @@ void build_new_row(ClaimTarget* t, const KeyClaim& claim, const KeyDatums& k, Ra
         ExecConstraints(t->rri, t->slot, t->estate);
 }
 
-// ExecInsert's speculative insertion of t->slot: false when a concurrent
-// claimer inserted the key between the check and the index insertion (our
-// row is killed; the caller checks again, waiting for it).
-bool insert_speculatively(ClaimTarget* t)
-{
-    t->estate->es_output_cid = GetCurrentCommandId(true);
-    const uint32 token = SpeculativeInsertionLockAcquire(GetCurrentTransactionId());
-    table_tuple_insert_speculative(t->rel, t->slot, t->estate->es_output_cid, 0, nullptr, token);
-    bool spec_conflict = false;
-    List* recheck = compat::insert_index_tuples_speculative(t->rri, t->slot, t->estate, &spec_conflict, t->arbiters);
-    table_tuple_complete_speculative(t->rel, t->slot, token, !spec_conflict);
-    SpeculativeInsertionLockRelease(GetCurrentTransactionId());
-    list_free(recheck);
-    return !spec_conflict;
-}
-
 RawResult claim_row(const KeyClaim& claim, const std::string& id)
 {
     RawResult out{KeyClaimResult::Outcome::kUnsupported, nullptr, nullptr, false, false, true, false, 0};
-    const Oid relid = keys_table_for_direct_insert();
+    const Oid relid = table_for_direct_insert("keys");
     if (!OidIsValid(relid))
         return out;
     MemoryContext const caller = CurrentMemoryContext;
-    ClaimTarget t{};
-    if (!open_keys_table(relid, &t) || !start_executor(caller, &t))
+    int at[kColumnCount];
+    InsertTarget t{};
+    t.at = at;
+    if (!open_target(relid, kColumns, kColumnCount, false, kScope, kKey, &t))
         return out;
     const KeyDatums k = key_datums(claim, id);
     for (;;) {
         CHECK_FOR_INTERRUPTS();
-        const Conflict conflict = find_conflict(&t, k);
+        const Conflict conflict = find_conflict(&t, kScope, k.scope, kKey, k.key, true);
         if (conflict == Conflict::kGone)
             continue;
         if (conflict == Conflict::kFound) {
@@ -414,7 +207,7 @@ RawResult claim_row(const KeyClaim& claim, const std::string& id)
             break;
         }
     }
-    finish_executor(caller, &t);
+    close_target(caller, &t);
     // As SPI after a statement: what was written is visible to the next.
     if (out.outcome == KeyClaimResult::Outcome::kInserted)
         CommandCounterIncrement();

@@ -1,0 +1,48 @@
+// idem.record_effect's one statement without SPI: the effect's row inserted
+// into idem.effects as INSERT ... ON CONFLICT (scope, key) DO NOTHING
+// inserts it (pg_native/speculative_insert), or found there.
+//
+// Besides the executor start, it saves what a statement pays on every
+// execution for the table's CHECK constraints (each read from its stored
+// tree and planned again: 13% of a call): the row's values are the
+// function's own and were checked before (key and kind lengths, attempts),
+// so when the table's constraints are the released ones, by name, they
+// hold by construction. Any other constraint, or a NOT NULL column left
+// NULL, and the executor checks the row as the SQL would.
+//
+// Used only where it is exactly equivalent; otherwise kUnsupported and the
+// caller runs its SQL: under SERIALIZABLE, without an active snapshot, when
+// idem.effects has triggers, row security, a partitioning, or a column set
+// other than the released one. The columns the SQL leaves to their
+// defaults get the released defaults' values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pg/values.hpp"
+
+namespace pg_idempotent::pg {
+
+struct EffectRow {
+    const std::string& scope;
+    const std::string& key;
+    const std::string& kind;
+    const std::string& payload;    // jsonb, as text
+    const TypedValue& not_before;  // timestamptz; NULL: now()
+    std::int32_t max_attempts;
+};
+
+struct EffectInsert {
+    enum class Outcome { kInserted, kExists, kUnsupported };
+    Outcome outcome = Outcome::kUnsupported;
+    bool due = false;  // kInserted: not_before <= now()
+};
+
+// Runs as the current user (record_effect calls it as the extension
+// owner). Waits for a concurrent, open record of the same key as ON
+// CONFLICT does; a key recorded by a transaction this snapshot cannot see
+// is kExists (the caller's read finds nothing and says so).
+EffectInsert insert_effect_row(const EffectRow& row);
+
+}  // namespace pg_idempotent::pg
