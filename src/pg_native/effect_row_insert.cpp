@@ -1,7 +1,5 @@
 #include "pg_native/effect_row_insert.hpp"
 
-#include <cstring>
-
 #include "pg/guard.hpp"
 #include "pg_native/speculative_insert.hpp"
 
@@ -57,30 +55,17 @@ const ColumnSpec kColumns[kColumnCount] = {
     {"done_at", TIMESTAMPTZOID},
 };
 
-// The CHECK constraints of the released table (the 0.8.0 -> 0.9.0 script).
-const char* const kReleasedChecks[] = {"effects_state", "effects_lease", "effects_max_attempts", "effects_key_length",
-                                       "effects_kind_length"};
-
-bool is_released_check(const char* name)
-{
-    for (const char* released : kReleasedChecks) {
-        if (strcmp(name, released) == 0)
-            return true;
-    }
-    return false;
-}
-
-// Whether the row needs the executor's check: the table has a CHECK
-// constraint other than the released ones, or a NOT NULL column is NULL.
+// Whether the row needs the executor's check: the released table has no
+// CHECK constraint (pg_idempotent--0.8.0--0.9.0.sql says why), and the
+// function sets every NOT NULL column; anything else is checked as the SQL
+// would check it.
 bool needs_constraint_check(const InsertTarget& t)
 {
     const TupleConstr* constr = t.rel->rd_att->constr;
     if (constr == nullptr)
         return false;
-    for (int i = 0; i < constr->num_check; ++i) {
-        if (!is_released_check(constr->check[i].ccname))
-            return true;
-    }
+    if (constr->num_check > 0)
+        return true;
     const TupleDesc desc = RelationGetDescr(t.rel);
     for (int i = 0; i < desc->natts; ++i) {
         if (TupleDescAttr(desc, i)->attnotnull && t.slot->tts_isnull[i])

@@ -2,13 +2,10 @@
 // into idem.effects as INSERT ... ON CONFLICT (scope, key) DO NOTHING
 // inserts it (pg_native/speculative_insert), or found there.
 //
-// Besides the executor start, it saves what a statement pays on every
-// execution for the table's CHECK constraints (each read from its stored
-// tree and planned again: 13% of a call): the row's values are the
-// function's own and were checked before (key and kind lengths, attempts),
-// so when the table's constraints are the released ones, by name, they
-// hold by construction. Any other constraint, or a NOT NULL column left
-// NULL, and the executor checks the row as the SQL would.
+// Its values are the function's own, checked before (key and kind
+// lengths, attempts): the released table has no CHECK constraint, and one
+// added, or a NOT NULL column left NULL, is checked by the executor as the
+// SQL would check it.
 //
 // Used only where it is exactly equivalent; otherwise kUnsupported and the
 // caller runs its SQL: under SERIALIZABLE, without an active snapshot, when
