@@ -207,9 +207,12 @@ SELECT idem.record_effect('path:direct', 'path', '{"n": 1}', not_before => '2999
        idem.record_effect('path:direct', 'path', '{"n": 1}', not_before => '2999-01-01') AS again_directly;
 SELECT show_error($$SELECT idem.record_effect('path:direct', 'path', '{"n": 2}')$$);
 SELECT count(DISTINCT (kind, payload, state, not_before, attempts, max_attempts, token, lease_until, dispatcher,
-                       uncertain, last_error, answer, done_at, recorded_at = now())) AS one_row_shape,
+                       uncertain, last_error, answer, done_at, recorded_at = now(), lane)) AS one_row_shape,
        count(*) AS rows
   FROM idem.effects WHERE kind = 'path';
+-- The lane both wrote is core::effect_lane('default', 'path') (pinned in
+-- test/unit/test_effect_lane.cpp: stored, it must never change).
+SELECT DISTINCT lane FROM idem.effects WHERE kind = 'path';
 -- A constraint added to the table is checked as the SQL would check it.
 ALTER TABLE idem.effects ADD CONSTRAINT effects_no_forbidden CHECK (key <> 'forbidden');
 SELECT regexp_replace(show_error($$SELECT idem.record_effect('forbidden', 'path', '{}')$$),

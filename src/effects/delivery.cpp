@@ -2,6 +2,7 @@
 // each), renews the lease while its call runs, and reports the outcome with
 // the token. A report whose token no longer owns the effect changes nothing
 // (ID004).
+#include "core/effect_lane.hpp"
 #include "effects/effect_rows.hpp"
 #include "effects/effects.hpp"
 #include "pg/errors.hpp"
@@ -17,26 +18,30 @@ using pg::UserError;
 namespace sqlstate = pg::sqlstate;
 
 // Deliverable (pending and due) or left behind (a lease that expired before
-// its outcome was reported), oldest first, skipping the rows another take
-// has locked: each kind of row from its own partial index (one OR of the
-// two would sort every due row on each take; expired leases are few, and
-// sorted by when they were due). The clock is read once, before, and
-// passed as $6: a volatile clock_timestamp() in the condition cannot bound
-// an index scan, so each take read every lease in flight. A left-behind effect is taken again with a new token and
-// marked uncertain (its call may have happened), or, after its last
-// attempt, is dead ("gone": the UPDATE's SET sees the row as it was).
+// its outcome was reported), skipping the rows another take has locked:
+// each kind of row from its own partial index, read by the lane ($7) and
+// checked for scope and kind (lanes may be shared); pending ones oldest
+// first (ties in index order), expired ones by the lease's end. One OR of
+// the two would sort every due row on each take. The clock is read once,
+// before, and passed as $6: a volatile clock_timestamp() in the condition
+// cannot bound an index scan, so each take read every lease in flight. A
+// left-behind effect is taken again with a new token and marked uncertain
+// (its call may have happened), or, after its last attempt, is dead
+// ("gone": the UPDATE's SET sees the row as it was).
 std::string take_sql()
 {
     const std::string gone =
         "(e.state OPERATOR(pg_catalog.=) 'leased' AND e.attempts OPERATOR(pg_catalog.>=) e.max_attempts)";
     return "WITH p AS (SELECT e.scope, e.key, e.not_before AS due FROM idem.effects e"
-           "  WHERE e.scope OPERATOR(pg_catalog.=) $1 AND e.kind OPERATOR(pg_catalog.=) $2"
-           "   AND e.state OPERATOR(pg_catalog.=) 'pending' AND e.not_before OPERATOR(pg_catalog.<=) $6"
-           "  ORDER BY e.not_before, e.key LIMIT $3 FOR UPDATE SKIP LOCKED),"
+           "  WHERE e.lane OPERATOR(pg_catalog.=) $7 AND e.state OPERATOR(pg_catalog.=) 'pending'"
+           "   AND e.not_before OPERATOR(pg_catalog.<=) $6"
+           "   AND e.scope OPERATOR(pg_catalog.=) $1 AND e.kind OPERATOR(pg_catalog.=) $2"
+           "  ORDER BY e.not_before LIMIT $3 FOR UPDATE SKIP LOCKED),"
            " l AS (SELECT e.scope, e.key, e.not_before AS due FROM idem.effects e"
-           "  WHERE e.scope OPERATOR(pg_catalog.=) $1 AND e.kind OPERATOR(pg_catalog.=) $2"
-           "   AND e.state OPERATOR(pg_catalog.=) 'leased' AND e.lease_until OPERATOR(pg_catalog.<=) $6"
-           "  ORDER BY e.not_before, e.key LIMIT $3 FOR UPDATE SKIP LOCKED),"
+           "  WHERE e.lane OPERATOR(pg_catalog.=) $7 AND e.lease_until OPERATOR(pg_catalog.<=) $6"
+           "   AND e.state OPERATOR(pg_catalog.=) 'leased'"
+           "   AND e.scope OPERATOR(pg_catalog.=) $1 AND e.kind OPERATOR(pg_catalog.=) $2"
+           "  ORDER BY e.lease_until LIMIT $3 FOR UPDATE SKIP LOCKED),"
            " c AS (SELECT u.scope, u.key FROM (SELECT * FROM p UNION ALL SELECT * FROM l) u ORDER BY u.due, u.key LIMIT $3),"
            " t AS (UPDATE idem.effects e SET"
            "  state = CASE WHEN " +
@@ -117,7 +122,8 @@ void take_effects(const pg::ResultSet& out, const TakeRequest& request)
         spi.return_rows_saved(
             out, take_sql(),
             {Param::of_text(request.scope), Param::of_text(request.kind), Param::of_int4(request.n),
-             Param::of_text(request.lease), Param::of_text(request.dispatcher), Param::of_value(now.at(0))});
+             Param::of_text(request.lease), Param::of_text(request.dispatcher), Param::of_value(now.at(0)),
+             Param::of_int4(core::effect_lane(request.scope, request.kind))});
     });
 }
 

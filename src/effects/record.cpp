@@ -4,6 +4,7 @@
 
 #include "common/effect_log.hpp"
 #include "common/scope_grants.hpp"
+#include "core/effect_lane.hpp"
 #include "core/sql_text.hpp"
 #include "effects/effect_rows.hpp"
 #include "effects/effects.hpp"
@@ -40,9 +41,9 @@ UserError other_effect(const std::string& key, const std::string& scope, const s
 
 // Returns whether the effect is due now.
 const char* const kInsertOne =
-    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts)"
+    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts, lane)"
     " VALUES ($1, $2, $3, $4::pg_catalog.jsonb, COALESCE($5::pg_catalog.timestamptz, pg_catalog.now()),"
-    " $6::pg_catalog.int4)"
+    " $6::pg_catalog.int4, $7::pg_catalog.int4)"
     " ON CONFLICT (scope, key) DO NOTHING"
     " RETURNING (e.not_before OPERATOR(pg_catalog.<=) pg_catalog.now())::pg_catalog.text";
 
@@ -72,12 +73,14 @@ bool recorded_before(pg::SpiSession& spi, const EffectRecord& e)
 // exactly equivalent (pg_native/effect_row_insert), else by SQL.
 pg::EffectInsert insert_one(pg::SpiSession& spi, const EffectRecord& e)
 {
-    pg::EffectInsert ins = pg::insert_effect_row({e.scope, e.key, e.kind, e.payload, e.not_before, e.max_attempts});
+    const std::int32_t lane = core::effect_lane(e.scope, e.kind);
+    pg::EffectInsert ins =
+        pg::insert_effect_row({e.scope, e.key, e.kind, e.payload, e.not_before, e.max_attempts, lane});
     if (ins.outcome != pg::EffectInsert::Outcome::kUnsupported)
         return ins;
     auto r = spi.query_saved(
         kInsertOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.kind), Param::of_text(e.payload),
-                     Param::of_value(e.not_before), Param::of_int4(e.max_attempts)});
+                     Param::of_value(e.not_before), Param::of_int4(e.max_attempts), Param::of_int4(lane)});
     ins.outcome = r.rows.empty() ? pg::EffectInsert::Outcome::kExists : pg::EffectInsert::Outcome::kInserted;
     ins.due = !r.rows.empty() && r.rows[0][0] == std::optional<std::string>("true");
     return ins;
@@ -131,7 +134,7 @@ std::string batch_arrays(const std::string& query, const pg::QueryParams& params
 }
 
 // The batch's rows, in the query's order ($2 to $4; $1 is the scope, $5
-// the kind, $6 max_attempts).
+// the kind, $6 max_attempts, $7 the lane).
 const char* const kBatch =
     "b AS (SELECT u.k, u.p, u.nb, u.ord FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]),"
     " pg_catalog.unnest($3::pg_catalog.jsonb[]), pg_catalog.unnest($4::pg_catalog.timestamptz[]))"
@@ -198,8 +201,8 @@ void check_repeats(pg::SpiSession& spi, const std::string& scope, const pg::Para
 }
 
 const char* const kInsertColumns =
-    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts)"
-    " SELECT $1, b.k, $5, b.p, COALESCE(b.nb, pg_catalog.now()), $6::pg_catalog.int4 FROM b";
+    "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts, lane)"
+    " SELECT $1, b.k, $5, b.p, COALESCE(b.nb, pg_catalog.now()), $6::pg_catalog.int4, $7::pg_catalog.int4 FROM b";
 
 // Every row of the batch, when none is recorded: a plain INSERT (23505
 // when the batch repeats a key, or a concurrent transaction recorded one).
@@ -243,8 +246,13 @@ void record_effects(const pg::ResultSet& out, const std::string& query, const st
     std::int64_t recorded = 0;
     std::int64_t already = 0;
     pg::as_extension_owner([&] {
-        const pg::Params p = {Param::of_text(scope),        Param::of_value(batch.at(0)), Param::of_value(batch.at(1)),
-                              Param::of_value(batch.at(2)), Param::of_text(kind),         Param::of_int4(max_attempts)};
+        const pg::Params p = {Param::of_text(scope),
+                              Param::of_value(batch.at(0)),
+                              Param::of_value(batch.at(1)),
+                              Param::of_value(batch.at(2)),
+                              Param::of_text(kind),
+                              Param::of_int4(max_attempts),
+                              Param::of_int4(core::effect_lane(scope, kind))};
         const BatchCheck before =
             check_batch(spi, scope, p, "It was recorded before with another kind or payload than this batch gives it.");
         bool done = false;

@@ -33,6 +33,7 @@ enum Column {
     kAnswer,
     kRecordedAt,
     kDoneAt,
+    kLane,
     kColumnCount
 };
 
@@ -53,6 +54,7 @@ const ColumnSpec kColumns[kColumnCount] = {
     {"answer", JSONBOID},
     {"recorded_at", TIMESTAMPTZOID},
     {"done_at", TIMESTAMPTZOID},
+    {"lane", INT4OID},
 };
 
 // Whether the row needs the executor's check: the released table has no
@@ -96,6 +98,7 @@ bool build_row(InsertTarget* t, const EffectRow& row)
     set_column(t, kMaxAttempts, Int32GetDatum(row.max_attempts));
     set_column(t, kUncertain, BoolGetDatum(false));
     set_column(t, kRecordedAt, TimestampTzGetDatum(now));
+    set_column(t, kLane, Int32GetDatum(row.lane));
     ExecStoreVirtualTuple(t->slot);
     if (needs_constraint_check(*t))
         ExecConstraints(t->rri, t->slot, t->estate);

@@ -28,6 +28,7 @@ struct EffectRow {
     const std::string& payload;    // jsonb, as text
     const TypedValue& not_before;  // timestamptz; NULL: now()
     std::int32_t max_attempts;
+    std::int32_t lane;  // core::effect_lane(scope, kind)
 };
 
 struct EffectInsert {
