@@ -240,3 +240,27 @@ DELETE FROM idem.effects;
 DROP TABLE ef_orders, ef_shipped;
 DROP FUNCTION ef_state(text);
 ALTER TABLE idem.effects DROP CONSTRAINT ef_invariants;
+
+-- A CHECK someone adds to idem.effects is evaluated with search_path
+-- pinned, whatever the caller set: the unqualified length() in its
+-- function is pg_catalog's, never the caller's (which would run as the
+-- extension owner). Without one, the released table, recording needs no
+-- pinning.
+CREATE FUNCTION public.ef_short_key(k text) RETURNS boolean LANGUAGE sql AS $$ SELECT length(k) < 100 $$;
+ALTER TABLE idem.effects ADD CONSTRAINT ef_short CHECK (public.ef_short_key(key));
+CREATE SCHEMA ef_evil;
+CREATE FUNCTION ef_evil.length(text) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'ef_evil.length ran as %', current_user; END $$;
+SET search_path = ef_evil, pg_catalog;
+SELECT idem.record_effect('pinned:1', 'mail') AS recorded_with_check;
+SELECT (regexp_split_to_array(public.show_error($$SELECT idem.record_effect(repeat('k', 120), 'mail')$$), ' \| '))[1:2]
+  AS refused_by_check;
+RESET search_path;
+ALTER TABLE idem.effects DROP CONSTRAINT ef_short;
+SET search_path = ef_evil, pg_catalog;
+SELECT idem.record_effect('pinned:2', 'mail') AS recorded_without_check;
+RESET search_path;
+SELECT key FROM idem.effects ORDER BY key;
+DELETE FROM idem.effects;
+DROP SCHEMA ef_evil CASCADE;
+DROP FUNCTION public.ef_short_key(text);

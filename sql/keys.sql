@@ -280,3 +280,23 @@ SELECT idem.forget(evt_a(), 'collide') AS forgot_evt_a;
 SELECT left(long_key, 8) AS key, state, result FROM idem.keys WHERE scope = 'collide';
 DROP FUNCTION evt_a();
 DELETE FROM idem.keys WHERE scope = 'collide';
+
+-- A CHECK someone adds to idem.keys that calls a function not built in is
+-- evaluated with search_path pinned (the SQL path), whatever the caller
+-- set: the unqualified length() in it is pg_catalog's, never the caller's
+-- (which would run as the extension owner).
+CREATE FUNCTION public.kp_short_key(k text) RETURNS boolean LANGUAGE sql AS $$ SELECT length(k) < 100 $$;
+ALTER TABLE idem.keys ADD CONSTRAINT kp_short CHECK (public.kp_short_key(scope));
+CREATE SCHEMA kp_evil;
+CREATE FUNCTION kp_evil.length(text) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'kp_evil.length ran as %', current_user; END $$;
+SET search_path = kp_evil, pg_catalog;
+SELECT idem.claim('pinned:1', 'pinned') AS claimed_with_check;
+SELECT (regexp_split_to_array(public.show_error($$SELECT idem.claim('pinned:2', repeat('s', 120))$$), ' \| '))[1:2]
+  AS refused_by_check;
+RESET search_path;
+SELECT key, state FROM idem.keys WHERE scope = 'pinned';
+ALTER TABLE idem.keys DROP CONSTRAINT kp_short;
+DELETE FROM idem.keys WHERE scope = 'pinned';
+DROP SCHEMA kp_evil CASCADE;
+DROP FUNCTION public.kp_short_key(text);

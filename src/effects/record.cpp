@@ -69,42 +69,65 @@ bool recorded_before(pg::SpiSession& spi, const EffectRecord& e)
     return false;
 }
 
-// The effect's row inserted, or found there: without SPI where that is
-// exactly equivalent (pg_native/effect_row_insert), else by SQL.
-pg::EffectInsert insert_one(pg::SpiSession& spi, const EffectRecord& e)
+// The effect's row inserted, or found there, by SQL (where the direct
+// insert cannot run: pg_native/effect_row_insert.hpp says when).
+pg::EffectInsert insert_by_sql(pg::SpiSession& spi, const EffectRecord& e, std::int32_t lane)
 {
-    const std::int32_t lane = core::effect_lane(e.scope, e.kind);
-    pg::EffectInsert ins =
-        pg::insert_effect_row({e.scope, e.key, e.kind, e.payload, e.not_before, e.max_attempts, lane});
-    if (ins.outcome != pg::EffectInsert::Outcome::kUnsupported)
-        return ins;
     auto r = spi.query_saved(
         kInsertOne, {Param::of_text(e.scope), Param::of_text(e.key), Param::of_text(e.kind), Param::of_text(e.payload),
                      Param::of_value(e.not_before), Param::of_int4(e.max_attempts), Param::of_int4(lane)});
+    pg::EffectInsert ins;
     ins.outcome = r.rows.empty() ? pg::EffectInsert::Outcome::kExists : pg::EffectInsert::Outcome::kInserted;
     ins.due = !r.rows.empty() && r.rows[0][0] == std::optional<std::string>("true");
     return ins;
 }
 
+void recorded_now(const EffectRecord& e, bool due)
+{
+    note_recorded_effect(e.scope, e.key);
+    if (due)
+        effects::wake_dispatchers(e.scope, e.kind);
+}
+
 }  // namespace
 
+// A new effect needs no statement: inserted directly as the extension
+// owner without pinning search_path (nothing is looked up by name; a
+// CHECK constraint someone added sends it to the pinned path), SPI never
+// connected when the grant is cached. A key already there is read back by
+// SQL (the same effect, or ID001), as is everything where the direct
+// insert cannot run.
 bool record_effect(const EffectRecord& e)
 {
     effects::require_key(e.key);
     effects::require_kind(e.kind);
     require_attempts(e.max_attempts);
-    bool recorded = false;
-    effects::on_effects(e.scope, [&](pg::SpiSession& spi) {
-        const pg::EffectInsert ins = insert_one(spi, e);
-        if (ins.outcome == pg::EffectInsert::Outcome::kExists) {
-            recorded = recorded_before(spi, e);
-            return;
-        }
-        recorded = true;
-        note_recorded_effect(e.scope, e.key);
-        if (ins.due)
-            effects::wake_dispatchers(e.scope, e.kind);
+    effects::require_scope(e.scope);
+    pg::SpiSession spi{pg::SpiSession::Deferred{}};
+    check_scope_usage(spi, ScopeKind::kEffects, e.scope);
+    const std::int32_t lane = core::effect_lane(e.scope, e.kind);
+    pg::EffectInsert ins;
+    pg::as_extension_owner_without_sql([&] {
+        ins = pg::insert_effect_row({e.scope, e.key, e.kind, e.payload, e.not_before, e.max_attempts, lane, false});
+        if (ins.outcome == pg::EffectInsert::Outcome::kInserted)
+            recorded_now(e, ins.due);
     });
+    bool recorded = ins.outcome == pg::EffectInsert::Outcome::kInserted;
+    if (!recorded) {
+        pg::as_extension_owner([&] {
+            if (ins.outcome == pg::EffectInsert::Outcome::kUnsupported)  // a CHECK added: evaluated pinned
+                ins = pg::insert_effect_row(
+                    {e.scope, e.key, e.kind, e.payload, e.not_before, e.max_attempts, lane, true});
+            if (ins.outcome == pg::EffectInsert::Outcome::kUnsupported)
+                ins = insert_by_sql(spi, e, lane);
+            recorded = ins.outcome == pg::EffectInsert::Outcome::kInserted;
+            if (recorded)
+                recorded_now(e, ins.due);
+            else
+                recorded = recorded_before(spi, e);
+        });
+    }
+    spi.finish();
     return recorded;
 }
 

@@ -10,6 +10,7 @@
 extern "C" {
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -77,6 +78,18 @@ inline List* insert_index_tuples_speculative(ResultRelInfo* rri, TupleTableSlot*
     return ExecInsertIndexTuples(rri, slot, estate, false, true, spec_conflict, arbiters, false);
 #else
     return ExecInsertIndexTuples(rri, slot, estate, false, true, spec_conflict, arbiters);
+#endif
+}
+
+// expression_tree_walker with a typed walker: 16 typed it (a macro over
+// expression_tree_walker_impl); 15 takes bool (*)(), reached through
+// void (*)(), which -Wcast-function-type lets match any function type.
+inline bool walk_expression(Node* node, bool (*walker)(Node*, void*), void* context)
+{
+#if PG_VERSION_NUM >= 160000
+    return expression_tree_walker(node, walker, context);
+#else
+    return expression_tree_walker(node, reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(walker)), context);
 #endif
 }
 

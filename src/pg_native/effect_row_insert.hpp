@@ -29,6 +29,10 @@ struct EffectRow {
     const TypedValue& not_before;  // timestamptz; NULL: now()
     std::int32_t max_attempts;
     std::int32_t lane;  // core::effect_lane(scope, kind)
+    // Whether the caller pinned search_path (pg::as_extension_owner): a
+    // CHECK constraint added to idem.effects is evaluated only then, since
+    // it may call a function that looks names up (kUnsupported otherwise).
+    bool search_path_pinned;
 };
 
 struct EffectInsert {

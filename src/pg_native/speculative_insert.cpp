@@ -7,8 +7,10 @@
 extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "nodes/nodeFuncs.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -125,6 +127,35 @@ void close_target(MemoryContext caller, InsertTarget* t)
     MemoryContextSwitchTo(caller);
     FreeExecutorState(t->estate);
     table_close(t->rel, NoLock);
+}
+
+namespace {
+
+bool user_function(Oid function, void*)
+{
+    return function >= FirstNormalObjectId;
+}
+
+bool calls_user_function(Node* node, void* context)
+{
+    if (node == nullptr)
+        return false;
+    if (check_functions_in_node(node, user_function, context))
+        return true;
+    return compat::walk_expression(node, calls_user_function, context);
+}
+
+}  // namespace
+
+bool checks_call_user_functions(Relation rel)
+{
+    const TupleConstr* constr = rel->rd_att->constr;
+    for (int i = 0; constr != nullptr && i < constr->num_check; ++i) {
+        Node* expr = static_cast<Node*>(stringToNode(constr->check[i].ccbin));
+        if (calls_user_function(expr, nullptr))
+            return true;
+    }
+    return false;
 }
 
 void clear_row(InsertTarget* t)

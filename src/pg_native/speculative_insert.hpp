@@ -56,6 +56,12 @@ struct InsertTarget {
 bool open_target(Oid relid, const ColumnSpec* specs, int n, bool allow_defaults, int a, int b, InsertTarget* t);
 void close_target(MemoryContext caller, InsertTarget* t);
 
+// Whether a CHECK constraint of the table calls a function that is not
+// built in. Such a function may look names up through search_path, which
+// the direct inserts, run as the extension owner, leave as the caller set
+// it: the caller's SQL path (search_path pinned) must insert instead.
+bool checks_call_user_functions(Relation rel);
+
 // The slot emptied (every column NULL), and one column set.
 void clear_row(InsertTarget* t);
 void set_column(InsertTarget* t, int column, Datum value);
