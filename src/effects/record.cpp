@@ -156,12 +156,13 @@ std::string batch_arrays(const std::string& query, const pg::QueryParams& params
            ") FROM " + core::as_subquery(query) + " AS q";
 }
 
-// The batch's rows, in the query's order ($2 to $4; $1 is the scope, $5
-// the kind, $6 max_attempts, $7 the lane).
+// The batch's rows ($2 to $4; $1 is the scope, $5 the kind, $6
+// max_attempts, $7 the lane): the three arrays unnested side by side in the
+// select list, which streams them (ROWS FROM (unnest, ...) would first copy
+// the batch into a tuplestore, on disk past work_mem).
 const char* const kBatch =
-    "b AS (SELECT u.k, u.p, u.nb, u.ord FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]),"
-    " pg_catalog.unnest($3::pg_catalog.jsonb[]), pg_catalog.unnest($4::pg_catalog.timestamptz[]))"
-    " WITH ORDINALITY AS u(k, p, nb, ord))";
+    "b AS (SELECT pg_catalog.unnest($2::pg_catalog.text[]) AS k, pg_catalog.unnest($3::pg_catalog.jsonb[]) AS p,"
+    " pg_catalog.unnest($4::pg_catalog.timestamptz[]) AS nb)";
 
 // What the batch holds against idem.effects, in one pass: NULL keys, NULL
 // payloads, a malformed key, rows whose key is recorded, the first key
