@@ -117,12 +117,9 @@ EffectInsert effect_row(const EffectRow& row)
     int at[kColumnCount];
     InsertTarget t{};
     t.at = at;
+    t.search_path_pinned = row.search_path_pinned;
     if (!open_target(relid, kColumns, kColumnCount, true, kScope, kKey, &t))
         return out;
-    if (!row.search_path_pinned && checks_call_user_functions(t.rel)) {
-        close_target(caller, &t);
-        return out;
-    }
     const Datum scope = text_of(row.scope);
     const Datum key = text_of(row.key);
     for (;;) {

@@ -189,10 +189,6 @@ RawResult claim_row(const KeyClaim& claim, const std::string& id)
     t.at = at;
     if (!open_target(relid, kColumns, kColumnCount, false, kScope, kKey, &t))
         return out;
-    if (checks_call_user_functions(t.rel)) {  // claim's caller leaves search_path as it is
-        close_target(caller, &t);
-        return out;
-    }
     const KeyDatums k = key_datums(claim, id);
     for (;;) {
         CHECK_FOR_INTERRUPTS();

@@ -91,12 +91,44 @@ Oid table_for_direct_insert(const char* table)
     return relid;
 }
 
+namespace {
+
+bool user_function(Oid function, void*)
+{
+    return function >= FirstNormalObjectId;
+}
+
+bool calls_user_function(Node* node, void* context)
+{
+    if (node == nullptr)
+        return false;
+    if (check_functions_in_node(node, user_function, context))
+        return true;
+    return compat::walk_expression(node, calls_user_function, context);
+}
+
+// Whether a CHECK constraint of the table calls a function that is not
+// built in: such a function may look names up through search_path.
+bool checks_call_user_functions(Relation rel)
+{
+    const TupleConstr* constr = rel->rd_att->constr;
+    for (int i = 0; constr != nullptr && i < constr->num_check; ++i) {
+        Node* expr = static_cast<Node*>(stringToNode(constr->check[i].ccbin));
+        if (calls_user_function(expr, nullptr))
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
 bool open_target(Oid relid, const ColumnSpec* specs, int n, bool allow_defaults, int a, int b, InsertTarget* t)
 {
     MemoryContext const caller = CurrentMemoryContext;
     t->rel = table_open(relid, RowExclusiveLock);
     if (t->rel->rd_rel->relkind != RELKIND_RELATION || t->rel->trigdesc != nullptr || t->rel->rd_rel->relrowsecurity ||
-        !map_columns(RelationGetDescr(t->rel), specs, n, allow_defaults, t->at)) {
+        !map_columns(RelationGetDescr(t->rel), specs, n, allow_defaults, t->at) ||
+        (!t->search_path_pinned && checks_call_user_functions(t->rel))) {
         table_close(t->rel, NoLock);
         return false;
     }
@@ -127,35 +159,6 @@ void close_target(MemoryContext caller, InsertTarget* t)
     MemoryContextSwitchTo(caller);
     FreeExecutorState(t->estate);
     table_close(t->rel, NoLock);
-}
-
-namespace {
-
-bool user_function(Oid function, void*)
-{
-    return function >= FirstNormalObjectId;
-}
-
-bool calls_user_function(Node* node, void* context)
-{
-    if (node == nullptr)
-        return false;
-    if (check_functions_in_node(node, user_function, context))
-        return true;
-    return compat::walk_expression(node, calls_user_function, context);
-}
-
-}  // namespace
-
-bool checks_call_user_functions(Relation rel)
-{
-    const TupleConstr* constr = rel->rd_att->constr;
-    for (int i = 0; constr != nullptr && i < constr->num_check; ++i) {
-        Node* expr = static_cast<Node*>(stringToNode(constr->check[i].ccbin));
-        if (calls_user_function(expr, nullptr))
-            return true;
-    }
-    return false;
 }
 
 void clear_row(InsertTarget* t)

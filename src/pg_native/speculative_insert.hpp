@@ -44,6 +44,12 @@ struct InsertTarget {
     List* arbiters = NIL;
     TupleTableSlot* slot = nullptr;   // the row to insert
     TupleTableSlot* found = nullptr;  // the row already there
+    // Set by the caller before open_target: whether it pinned search_path
+    // (pg::as_extension_owner). Unpinned, a table whose CHECK constraints
+    // call a function that is not built in is not opened: such a function
+    // may look names up through the caller's search_path while running as
+    // the extension owner; the caller's SQL path (pinned) inserts instead.
+    bool search_path_pinned = false;
 };
 
 // Opens the table and maps its columns (t->at, n entries) to the specs,
@@ -51,16 +57,11 @@ struct InsertTarget {
 // specs[b]) would infer, the executor's memory context left current. False
 // (everything released, caller current) when the table is not a plain one
 // with exactly these columns (none an identity or generated; defaults
-// allowed only with allow_defaults), has triggers or row security, or no
-// such arbiter (or a deferrable one).
+// allowed only with allow_defaults), has triggers or row security, a CHECK
+// that calls a function not built in while search_path is not pinned, or
+// no such arbiter (or a deferrable one).
 bool open_target(Oid relid, const ColumnSpec* specs, int n, bool allow_defaults, int a, int b, InsertTarget* t);
 void close_target(MemoryContext caller, InsertTarget* t);
-
-// Whether a CHECK constraint of the table calls a function that is not
-// built in. Such a function may look names up through search_path, which
-// the direct inserts, run as the extension owner, leave as the caller set
-// it: the caller's SQL path (search_path pinned) must insert instead.
-bool checks_call_user_functions(Relation rel);
 
 // The slot emptied (every column NULL), and one column set.
 void clear_row(InsertTarget* t);
