@@ -427,6 +427,14 @@ CREATE FUNCTION idem.record_effect(key text, kind text, payload jsonb DEFAULT '{
 COMMENT ON FUNCTION idem.record_effect(text, text, jsonb, text, timestamptz, int) IS
   'Records an effect to deliver in this transaction: true if recorded now, false if this key was already recorded with the same kind and payload (another is ID001)';
 
+-- A rerun of record_effects compares every payload of its batch with the
+-- stored one: by bytes first (src/pg_native/jsonb_same.hpp).
+CREATE FUNCTION idem._jsonb_same(jsonb, jsonb) RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem__jsonb_same'
+  LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION idem._jsonb_same(jsonb, jsonb) IS
+  'Internal (record_effects): a = b, the bytes compared before the values';
+
 CREATE FUNCTION idem.record_effects(query text, kind text, scope text DEFAULT 'default', max_attempts int DEFAULT 10,
                                     params idem.query_params DEFAULT NULL)
   RETURNS TABLE(recorded bigint, already bigint) AS 'MODULE_PATHNAME', 'idem_record_effects'

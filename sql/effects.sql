@@ -50,6 +50,30 @@ SELECT show_error($$SELECT * FROM idem.record_effects('SELECT ''receipt:1'' AS k
 SELECT show_error($$SELECT * FROM idem.record_effects('SELECT 1 AS id', 'email.receipt')$$);
 SELECT show_error($$SELECT * FROM idem.record_effects('SELECT NULL::text AS key, ''{}''::jsonb AS payload', 'email.receipt')$$);
 SELECT show_error($$SELECT * FROM idem.record_effects('SELECT ''k'' AS key, ''{}''::jsonb AS payload WHERE $1', 'email.receipt')$$);
+-- The batch is gathered as the relation idem_batch, which record_effects'
+-- own statements read by that name: a table of that name (here a temporary
+-- one, which the pinned search_path would find) is read by the caller's
+-- query, never by the check, which would otherwise find ledger:9 recorded
+-- and skip ledger:10. A payload written with another scale (1.0, 1.00) is
+-- the same effect; another value is not.
+CREATE TEMP TABLE idem_batch (k text, p jsonb, nb timestamptz);
+INSERT INTO idem_batch VALUES ('ledger:9', '{"eur": 1.0}', NULL);
+SELECT * FROM idem.record_effects('SELECT k AS key, p AS payload FROM idem_batch', 'ledger');
+UPDATE idem_batch SET p = '{"eur": 1.00}';
+SELECT * FROM idem.record_effects('SELECT k AS key, p AS payload FROM idem_batch', 'ledger');
+SELECT * FROM idem.record_effects($$SELECT 'ledger:10' AS key, '{}'::jsonb AS payload$$, 'ledger');
+SELECT show_error($$SELECT * FROM idem.record_effects('SELECT k AS key, ''{"eur": 2}''::jsonb AS payload FROM idem_batch', 'ledger')$$);
+SELECT key, payload FROM idem.effects WHERE kind = 'ledger' ORDER BY key;
+DROP TABLE idem_batch;
+-- idem._jsonb_same: the bytes first, then jsonb's equality (another scale,
+-- a compressed value read from a table).
+CREATE TABLE ef_big AS SELECT jsonb_agg(g) AS j FROM generate_series(1, 50000) g;
+SELECT idem._jsonb_same('{"a": 1.0}', '{"a": 1.00}') AS scale, idem._jsonb_same('{"a": 1}', '{"a": 2}') AS other,
+       idem._jsonb_same('[1, 2]', '[1, 2]') AS same, idem._jsonb_same(NULL, '{}') IS NULL AS strict,
+       idem._jsonb_same(j, j) AS big_same, idem._jsonb_same(j, j || '0') AS big_other,
+       pg_column_compression(j) IS NOT NULL AS compressed
+  FROM ef_big;
+DROP TABLE ef_big;
 
 -- Taking: the due effects of a kind, oldest first, each with a lease and a
 -- new token; the effect due in 2999 is not taken.

@@ -1,5 +1,6 @@
 // Recording effects: idem.record_effect (one) and idem.record_effects (the
 // rows of a query), in the caller's transaction.
+#include <algorithm>
 #include <vector>
 
 #include "common/effect_log.hpp"
@@ -10,8 +11,10 @@
 #include "effects/effects.hpp"
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
+#include "pg/named_rows.hpp"
 #include "pg/query_params.hpp"
 #include "pg/roles.hpp"
+#include "pg/settings.hpp"
 #include "pg/transactions.hpp"
 #include "pg/values.hpp"
 #include "pg_native/effect_row_insert.hpp"
@@ -133,9 +136,10 @@ bool record_effect(const EffectRecord& e)
 
 namespace {
 
-// The caller's query gathered into three arrays, by the caller's rights:
-// key text[], payload jsonb[], not_before timestamptz[] (NULL for now).
-std::string batch_arrays(const std::string& query, const pg::QueryParams& params)
+// The caller's query, by the caller's rights, as the batch's three columns
+// (key, payload, not_before: NULL for now), gathered as the relation
+// idem_batch.
+std::string batch_query(const std::string& query, const pg::QueryParams& params)
 {
     bool key = false;
     bool payload = false;
@@ -150,19 +154,20 @@ std::string batch_arrays(const std::string& query, const pg::QueryParams& params
                         "It returns each effect to record: key (text), payload (jsonb) and optionally "
                         "not_before (timestamptz).",
                         "Name them: SELECT 'charge:' || order_id AS key, jsonb_build_object(...) AS payload FROM ...");
-    return "SELECT pg_catalog.array_agg(q.key::pg_catalog.text), pg_catalog.array_agg(q.payload::pg_catalog.jsonb), "
-           "pg_catalog.array_agg(" +
+    return "SELECT q.key::pg_catalog.text, q.payload::pg_catalog.jsonb, " +
            std::string(not_before ? "q.not_before::pg_catalog.timestamptz" : "NULL::pg_catalog.timestamptz") +
-           ") FROM " + core::as_subquery(query) + " AS q";
+           " FROM " + core::as_subquery(query) + " AS q";
 }
 
-// The batch's rows ($2 to $4; $1 is the scope, $5 the kind, $6
-// max_attempts, $7 the lane): the three arrays unnested side by side in the
-// select list, which streams them (ROWS FROM (unnest, ...) would first copy
-// the batch into a tuplestore, on disk past work_mem).
-const char* const kBatch =
-    "b AS (SELECT pg_catalog.unnest($2::pg_catalog.text[]) AS k, pg_catalog.unnest($3::pg_catalog.jsonb[]) AS p,"
-    " pg_catalog.unnest($4::pg_catalog.timestamptz[]) AS nb)";
+// Memory for the batch: gathered (past it, in a temporary file), and for
+// the hash that checks it against what is recorded (work_mem where that is
+// more). 64 MB holds about a million effects; at the default work_mem of
+// 4 MB, 100,000 went to disk twice, a tenth of a rerun's time (bench/README).
+const int kBatchBudgetKb = 65536;
+
+// The batch's rows, read from the gathered relation ($1 is the scope, $2
+// the kind, $3 max_attempts, $4 the lane).
+const char* const kBatch = "b AS (SELECT g.k, g.p, g.nb FROM idem_batch g)";
 
 // What the batch holds against idem.effects, in one pass: NULL keys, NULL
 // payloads, a malformed key, rows whose key is recorded, the first key
@@ -175,11 +180,11 @@ std::string batch_check_sql()
            " pg_catalog.min(b.k) FILTER (WHERE b.k OPERATOR(pg_catalog.=) ''"
            "  OR pg_catalog.octet_length(b.k) OPERATOR(pg_catalog.>) 512),"
            " pg_catalog.count(e.key)::pg_catalog.text,"
-           " pg_catalog.min(b.k) FILTER (WHERE e.key IS NOT NULL AND (e.kind OPERATOR(pg_catalog.<>) $5"
-           "  OR e.payload OPERATOR(pg_catalog.<>) b.p)),"
+           " pg_catalog.min(b.k) FILTER (WHERE e.key IS NOT NULL AND (e.kind OPERATOR(pg_catalog.<>) $2"
+           "  OR NOT idem._jsonb_same(e.payload, b.p))),"
            " pg_catalog.count(*)::pg_catalog.text,"
            " pg_catalog.bool_or(b.nb IS NULL OR b.nb OPERATOR(pg_catalog.<=) pg_catalog.now())::pg_catalog.text,"
-           " ($2::pg_catalog.text[])[1]"
+           " (SELECT f.k FROM idem_batch f LIMIT 1)"
            " FROM b LEFT JOIN idem.effects e ON e.scope OPERATOR(pg_catalog.=) $1"
            " AND e.key OPERATOR(pg_catalog.=) b.k";
 }
@@ -226,7 +231,7 @@ void check_repeats(pg::SpiSession& spi, const std::string& scope, const pg::Para
 
 const char* const kInsertColumns =
     "INSERT INTO idem.effects AS e (scope, key, kind, payload, not_before, max_attempts, lane)"
-    " SELECT $1, b.k, $5, b.p, COALESCE(b.nb, pg_catalog.now()), $6::pg_catalog.int4, $7::pg_catalog.int4 FROM b";
+    " SELECT $1, b.k, $2, b.p, COALESCE(b.nb, pg_catalog.now()), $3::pg_catalog.int4, $4::pg_catalog.int4 FROM b";
 
 // Every row of the batch, when none is recorded: a plain INSERT (23505
 // when the batch repeats a key, or a concurrent transaction recorded one).
@@ -249,14 +254,67 @@ pg::Row insert_missing(pg::SpiSession& spi, const pg::Params& p)
         .rows.at(0);
 }
 
+// The run's note of what it recorded, and the doorbell when an effect
+// recorded now is due.
+void note_recorded(const std::string& scope, const std::string& kind, const std::string& first_key,
+                   std::int64_t recorded, bool due)
+{
+    note_recorded_effects(scope, first_key, static_cast<std::uint64_t>(recorded));
+    if (recorded > 0 && due)
+        effects::wake_dispatchers(scope, kind);
+}
+
+// What a batch recorded: rows inserted now, rows whose effect was there.
+struct BatchOutcome {
+    std::int64_t recorded = 0;
+    std::int64_t already = 0;
+};
+
+// The gathered batch (idem_batch) checked against what is recorded (nothing
+// written when every key is there, the same effect); inserted as a plain
+// INSERT when no key is, which a repeat within the batch or a concurrent
+// record of a key fails with 23505 (in a subtransaction); else ON CONFLICT
+// DO NOTHING, and checked again on a new snapshot, which must see every key
+// (40001 under REPEATABLE READ when it cannot). As the extension owner.
+BatchOutcome record_batch(pg::SpiSession& spi, const std::string& scope, const std::string& kind, const pg::Params& p)
+{
+    const BatchCheck before =
+        check_batch(spi, scope, p, "It was recorded before with another kind or payload than this batch gives it.");
+    BatchOutcome out;
+    bool due = before.due;
+    std::string first_key = before.first_key;
+    if (before.recorded_rows == 0 && before.rows > 0) {
+        const auto failed = pg::try_in_subtransaction([&] { out.recorded = insert_all(spi, p); });
+        if (failed && pg::error_sqlstate(*failed) != sqlstate::kUniqueViolation)
+            throw *failed;
+        if (!failed) {
+            note_recorded(scope, kind, first_key, out.recorded, due);
+            return out;
+        }
+    }
+    if (before.recorded_rows == before.rows) {  // every effect is there, the same
+        out.already = before.rows;
+        note_recorded(scope, kind, first_key, 0, false);
+        return out;
+    }
+    check_repeats(spi, scope, p);
+    const pg::Row ins = insert_missing(spi, p);
+    const BatchCheck after =
+        check_batch(spi, scope, p, "It was recorded by a concurrent transaction with another kind or payload.");
+    if (after.recorded_rows < after.rows)
+        throw UserError(sqlstate::kSerializationFailure, "could not serialize access due to concurrent update",
+                        "Effects of this batch were recorded by a transaction this one cannot see.",
+                        "Retry the transaction.");
+    out.recorded = count_of(ins.at(0));
+    out.already = after.rows - out.recorded;
+    note_recorded(scope, kind, ins.at(2).value_or(""), out.recorded, ins.at(1) == std::optional<std::string>("true"));
+    return out;
+}
+
 }  // namespace
 
-// A batch: checked against what is recorded (nothing written when every
-// key is there, the same effect); inserted as a plain INSERT when no key
-// is, which a repeat within the batch or a concurrent record of a key
-// fails with 23505 (in a subtransaction); else ON CONFLICT DO NOTHING, and
-// checked again on a new snapshot, which must see every key (40001 under
-// REPEATABLE READ when it cannot).
+// The caller's query runs once, by the caller's rights, into the batch
+// relation; the owner's statements read it from there.
 void record_effects(const pg::ResultSet& out, const std::string& query, const std::string& kind,
                     const std::string& scope, std::int32_t max_attempts, const pg::QueryParams& params)
 {
@@ -266,51 +324,21 @@ void record_effects(const pg::ResultSet& out, const std::string& query, const st
     pg::require_bound(query, params, "the query");
     pg::SpiSession spi;
     check_scope_usage(spi, ScopeKind::kEffects, scope);
-    const std::vector<pg::TypedValue> batch = spi.query_values(batch_arrays(query, params), params.values);
-    std::int64_t recorded = 0;
-    std::int64_t already = 0;
-    pg::as_extension_owner([&] {
-        const pg::Params p = {Param::of_text(scope),
-                              Param::of_value(batch.at(0)),
-                              Param::of_value(batch.at(1)),
-                              Param::of_value(batch.at(2)),
-                              Param::of_text(kind),
-                              Param::of_int4(max_attempts),
-                              Param::of_int4(core::effect_lane(scope, kind))};
-        const BatchCheck before =
-            check_batch(spi, scope, p, "It was recorded before with another kind or payload than this batch gives it.");
-        bool done = false;
-        bool due = before.due;
-        std::string first_key = before.first_key;
-        if (before.recorded_rows == 0 && before.rows > 0) {
-            const auto failed = pg::try_in_subtransaction([&] { recorded = insert_all(spi, p); });
-            if (failed && pg::error_sqlstate(*failed) != sqlstate::kUniqueViolation)
-                throw *failed;
-            done = !failed;
-        }
-        if (!done && before.recorded_rows == before.rows) {  // every effect is there, the same
-            recorded = 0;
-            due = false;
-            already = before.rows;
-        } else if (!done) {
-            check_repeats(spi, scope, p);
-            const pg::Row ins = insert_missing(spi, p);
-            const BatchCheck after =
-                check_batch(spi, scope, p, "It was recorded by a concurrent transaction with another kind or payload.");
-            if (after.recorded_rows < after.rows)
-                throw UserError(sqlstate::kSerializationFailure, "could not serialize access due to concurrent update",
-                                "Effects of this batch were recorded by a transaction this one cannot see.",
-                                "Retry the transaction.");
-            recorded = count_of(ins.at(0));
-            due = ins.at(1) == std::optional<std::string>("true");
-            first_key = ins.at(2).value_or("");
-            already = after.rows - recorded;
-        }
-        note_recorded_effects(scope, first_key, static_cast<std::uint64_t>(recorded));
-        if (recorded > 0 && due)
-            effects::wake_dispatchers(scope, kind);
-    });
-    pg::return_text_rows(out, {{std::to_string(recorded), std::to_string(already)}});
+    BatchOutcome done;
+    {
+        const pg::NamedRows batch(
+            spi, "idem_batch",
+            {{"k", pg::NamedRowType::kText}, {"p", pg::NamedRowType::kJsonb}, {"nb", pg::NamedRowType::kTimestamptz}},
+            batch_query(query, params), params.values, kBatchBudgetKb);
+        const std::string memory = std::to_string(std::max(kBatchBudgetKb, pg::work_mem_kb())) + "kB";
+        const pg::SettingsScope budget(pg::Settings{{"work_mem", memory.c_str()}});
+        pg::as_extension_owner([&] {
+            done = record_batch(spi, scope, kind,
+                                {Param::of_text(scope), Param::of_text(kind), Param::of_int4(max_attempts),
+                                 Param::of_int4(core::effect_lane(scope, kind))});
+        });
+    }  // the batch freed before the connection closes
+    pg::return_text_rows(out, {{std::to_string(done.recorded), std::to_string(done.already)}});
     spi.finish();
 }
 

@@ -106,6 +106,11 @@ HistoryMode history_mode()
     return static_cast<HistoryMode>(history_setting);
 }
 
+int work_mem_kb()
+{
+    return work_mem;
+}
+
 bool transaction_is_read_only()
 {
     return XactReadOnly || RecoveryInProgress();

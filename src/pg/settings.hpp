@@ -64,6 +64,9 @@ bool override_identity();
 // point a key may store, in bytes.
 std::size_t max_result_bytes();
 
+// work_mem, in kB.
+int work_mem_kb();
+
 // A read-only transaction (SET TRANSACTION READ ONLY, default_transaction_
 // read_only, every transaction on a hot standby): idem writes no bookkeeping
 // there, so what may run there still runs.
