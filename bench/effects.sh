@@ -71,6 +71,20 @@ bench_tsv effects "record_effects, again" "$fx_n" "${BENCH_MEDIAN[again]}" "${BE
     "idem.record_effects" "INSERT ... SELECT"
 BENCH_RESET=()
 
+# The same rerun in an outbox ten times the batch: the check probes the
+# primary key per row instead of hashing the outbox (src/effects/record.cpp,
+# outbox_outgrows). No goal: how a rerun grows with what the outbox holds.
+fx_big=$((fx_n * 10))
+report ""
+report "The same batch again, the outbox holding $(bench_rows "$fx_big") effects (the batch's and others of the scope, not yet purged)."
+bench_psql -c "SELECT * FROM idem.record_effects(\$q\$SELECT 'old:' || g AS key, jsonb_build_object('n', g) AS payload FROM generate_series(1, $((fx_big - fx_n))) g\$q\$, 'mail')" \
+    -c "VACUUM ANALYZE idem.effects" >/dev/null
+BENCH_RESET=([plain]="TRUNCATE fx_plain; CHECKPOINT;")
+bench_compare "effects_again_big_$fx_n" plain "$fx_plain_sql" again "$fx_record_sql"
+bench_tsv effects "record_effects, again, outbox of $(bench_size_label "$fx_big")" "$fx_n" "${BENCH_MEDIAN[again]}" \
+    "${BENCH_MEDIAN[plain]}" "idem.record_effects" "INSERT ... SELECT"
+BENCH_RESET=()
+
 # --- 2. one effect per transaction -------------------------------------------
 fx_key="'f' || :run || '-' || :client_id || '-' || :k"
 printf '%s\n' '\set k random(1, 1000000000000)' \
