@@ -345,7 +345,7 @@ void record_effects(const pg::ResultSet& out, const std::string& query, const st
     check_scope_usage(spi, ScopeKind::kEffects, scope);
     BatchOutcome done;
     {
-        const pg::NamedRows batch(
+        pg::NamedRows batch(
             spi, "idem_batch",
             {{"k", pg::NamedRowType::kText}, {"p", pg::NamedRowType::kJsonb}, {"nb", pg::NamedRowType::kTimestamptz}},
             batch_query(query, params), params.values, kBatchBudgetKb);
@@ -360,7 +360,8 @@ void record_effects(const pg::ResultSet& out, const std::string& query, const st
                                      Param::of_int4(core::effect_lane(scope, kind))});
             });
         });
-    }  // the batch freed before the connection closes
+        batch.release();
+    }
     pg::return_text_rows(out, {{std::to_string(done.recorded), std::to_string(done.already)}});
     spi.finish();
 }

@@ -49,17 +49,18 @@ NamedRows::NamedRows(SpiSession& spi, std::string name, const std::vector<NamedR
     DestReceiver* dest = pg_call([&]() noexcept {
         DestReceiver* d = CreateTuplestoreDestReceiver();
         // The target descriptor makes a query whose columns differ in type
-        // an error instead of rows read by the wrong type.
+        // an error instead of rows read by the wrong type. The query casts
+        // each column to its type, so no conversion map is built (which
+        // detoasting could not work with). Detoasting fetches what is
+        // stored out of line; a compressed value stays compressed.
         SetTuplestoreDestReceiverParams(d, store_, CurrentMemoryContext, true, desc,
                                         "the gathered batch does not have the expected column types");
         return d;
     });
-    try {
-        spi.send_rows(query, dest, params);
-    } catch (...) {
-        pg_call([&]() noexcept { tuplestore_end(store_); });
-        throw;
-    }
+    // On an error the store is left alone (an ERROR inside it may have
+    // freed part of it): the abort frees it with SPI's memory, and closes
+    // its temporary file with the resource owner.
+    spi.send_rows(query, dest, params);
     pg_call([&]() noexcept {
         dest->rDestroy(dest);
         rows_ = tuplestore_tuple_count(store_);
@@ -76,15 +77,15 @@ NamedRows::NamedRows(SpiSession& spi, std::string name, const std::vector<NamedR
     });
 }
 
-NamedRows::~NamedRows()
+void NamedRows::release()
 {
-    // Both are plain frees (no error paths in either): safe while an
-    // exception unwinds, as long as the connection that owns the memory
-    // is still open (hence: before spi.finish()).
+    if (store_ == nullptr)
+        return;
     pg_call([&]() noexcept {
         SPI_unregister_relation(name_.c_str());
-        tuplestore_end(store_);
+        tuplestore_end(store_);  // may raise: closing a temporary file flushes it
     });
+    store_ = nullptr;
 }
 
 }  // namespace pg_idempotent::pg

@@ -28,17 +28,23 @@ struct NamedRowColumn {
 // connection's later statements read by that unqualified name, as a
 // trigger reads its transition table (an ephemeral named relation: it
 // hides any table of that name, whatever search_path says). The rows are
-// detoasted as they are kept. Unregistered and freed by the destructor,
-// which must run before spi.finish().
+// detoasted as they are kept.
+//
+// Like SpiSession: release() frees the rows on the normal path, before
+// spi.finish() (closing the temporary file may raise, so never from a
+// destructor). A NamedRows left by an exception is freed by the abort
+// that the exception becomes: its memory with SPI's, its temporary file
+// with the resource owner (docs/boundary.md).
 class NamedRows {
 public:
     NamedRows(SpiSession& spi, std::string name, const std::vector<NamedRowColumn>& columns, const std::string& query,
               const Params& params, int budget_kb);
-    ~NamedRows();
+    ~NamedRows() = default;
     NamedRows(const NamedRows&) = delete;
     NamedRows& operator=(const NamedRows&) = delete;
 
     std::int64_t rows() const { return rows_; }
+    void release();
 
 private:
     std::string name_;
