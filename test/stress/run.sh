@@ -581,7 +581,8 @@ BEGIN
     INSERT INTO s10.effects VALUES (k);
     PERFORM idem.complete('k' || k, pg_catalog.jsonb_build_object('k', k), 's10');
     RETURN 'completed';
-  EXCEPTION WHEN object_not_in_prerequisite_state THEN
+  -- ID004: taken over by a worker still at it (its lease lost, not yet done).
+  EXCEPTION WHEN object_not_in_prerequisite_state OR SQLSTATE 'ID004' THEN
     RETURN 'lost the lease';
   END;
 END $$;
