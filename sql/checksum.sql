@@ -109,6 +109,14 @@ CREATE VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 50;
 CREATE MATERIALIZED VIEW big_orders_mv AS SELECT id, amount FROM orders WHERE amount > 50;
 SELECT idem.checksum('big_orders') = idem.checksum('big_orders_mv') AS view_equals_matview,
        idem.checksum('big_orders') = idem.checksum_query('SELECT id, amount FROM orders WHERE amount > 50') AS view_equals_query;
+-- The table's statement runs without JIT (at 10M rows compiling it cost
+-- more than it saved and kept 10 MB): a view shows the setting it is read
+-- under, and the caller's setting is back afterwards.
+CREATE VIEW jit_seen AS SELECT current_setting('jit') AS jit;
+SET jit = on;
+SELECT idem.checksum('jit_seen') = idem.checksum_query($$SELECT 'off'::text$$) AS read_without_jit,
+       current_setting('jit') AS caller_jit_after;
+RESET jit;
 CREATE TABLE dropped_col (a int, gone text, b text);
 INSERT INTO dropped_col VALUES (1, 'x', 'one'), (2, 'y', 'two');
 ALTER TABLE dropped_col DROP COLUMN gone;

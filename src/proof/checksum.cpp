@@ -12,6 +12,7 @@
 #include "pg/catalog.hpp"
 #include "pg/errors.hpp"
 #include "pg/roles.hpp"
+#include "pg/settings.hpp"
 #include "pg/spi.hpp"
 #include "pg_native/statement_digest.hpp"
 
@@ -115,9 +116,17 @@ std::string checksum_relation(std::uint32_t relation, const std::vector<std::str
     require_readable_kind(rel);
     const auto kept = kept_columns(rel, exclude_columns);
     const std::optional<std::string> on_shards = checksum_on_shards(spi, rel, kept);
-    const std::string digest = on_shards ? *on_shards
-                                         : pg::digest_select_text(spi, select_kept(rel, kept), kept.size(),
-                                                                  sql_has(SqlFeature::kDigestAggregate));
+    std::string digest;
+    if (on_shards) {
+        digest = *on_shards;
+    } else {
+        // Without JIT: at 10M rows the scan's cost crosses the inlining and
+        // optimizing thresholds, and compiling took 200 ms more than it saved
+        // and kept 10 MB in the backend (bench/README, "Growth").
+        const pg::SettingsScope no_jit(pg::Settings{{"jit", "off"}});
+        digest =
+            pg::digest_select_text(spi, select_kept(rel, kept), kept.size(), sql_has(SqlFeature::kDigestAggregate));
+    }
     spi.finish();
     return digest;
 }
