@@ -170,9 +170,13 @@ const int kBatchBudgetKb = 65536;
 // machine: bench/README).
 const std::int64_t kProbeRatio = 4;
 
+// The name the gathered batch is registered under for the owner's
+// statements (an ephemeral named relation hides a table of that name).
+const char* const kBatchName = "idem_batch";
+
 // The batch's rows, read from the gathered relation ($1 is the scope, $2
 // the kind, $3 max_attempts, $4 the lane).
-const char* const kBatch = "b AS (SELECT g.k, g.p, g.nb FROM idem_batch g)";
+const std::string kBatch = std::string("b AS (SELECT g.k, g.p, g.nb FROM ") + kBatchName + " g)";
 
 // What the batch holds against idem.effects, in one pass: NULL keys, NULL
 // payloads, a malformed key, rows whose key is recorded, the first key
@@ -189,7 +193,9 @@ std::string batch_check_sql()
            "  OR NOT idem._jsonb_same(e.payload, b.p))),"
            " pg_catalog.count(*)::pg_catalog.text,"
            " pg_catalog.bool_or(b.nb IS NULL OR b.nb OPERATOR(pg_catalog.<=) pg_catalog.now())::pg_catalog.text,"
-           " (SELECT f.k FROM idem_batch f LIMIT 1)"
+           " (SELECT f.k FROM " +
+           kBatchName +
+           " f LIMIT 1)"
            " FROM b LEFT JOIN idem.effects e ON e.scope OPERATOR(pg_catalog.=) $1"
            " AND e.key OPERATOR(pg_catalog.=) b.k";
 }
@@ -300,20 +306,18 @@ BatchOutcome record_batch(pg::SpiSession& spi, const std::string& scope, const s
     const BatchCheck before =
         check_batch(spi, scope, p, "It was recorded before with another kind or payload than this batch gives it.");
     BatchOutcome out;
-    bool due = before.due;
-    std::string first_key = before.first_key;
     if (before.recorded_rows == 0 && before.rows > 0) {
         const auto failed = pg::try_in_subtransaction([&] { out.recorded = insert_all(spi, p); });
         if (failed && pg::error_sqlstate(*failed) != sqlstate::kUniqueViolation)
             throw *failed;
         if (!failed) {
-            note_recorded(scope, kind, first_key, out.recorded, due);
+            note_recorded(scope, kind, before.first_key, out.recorded, before.due);
             return out;
         }
     }
     if (before.recorded_rows == before.rows) {  // every effect is there, the same
         out.already = before.rows;
-        note_recorded(scope, kind, first_key, 0, false);
+        note_recorded(scope, kind, before.first_key, 0, false);
         return out;
     }
     check_repeats(spi, scope, p);
@@ -346,7 +350,7 @@ void record_effects(const pg::ResultSet& out, const std::string& query, const st
     BatchOutcome done;
     {
         pg::NamedRows batch(
-            spi, "idem_batch",
+            spi, kBatchName,
             {{"k", pg::NamedRowType::kText}, {"p", pg::NamedRowType::kJsonb}, {"nb", pg::NamedRowType::kTimestamptz}},
             batch_query(query, params), params.values, kBatchBudgetKb);
         const std::string memory = std::to_string(std::max(kBatchBudgetKb, pg::work_mem_kb())) + "kB";
