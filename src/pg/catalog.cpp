@@ -1,6 +1,7 @@
 #include "pg/catalog.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "pg/guard.hpp"
 #include "pg/spi.hpp"
@@ -25,6 +26,7 @@ extern "C" {
 #include "parser/parse_coerce.h"
 #include "storage/lmgr.h"
 #include "utils/catcache.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/plancache.h"
 #include "utils/rel.h"
@@ -119,6 +121,34 @@ std::uint32_t relation_oid(const std::string& schema, const std::string& name)
     return pg_call([&]() noexcept {
         const Oid ns = get_namespace_oid(schema.c_str(), true);
         return OidIsValid(ns) ? get_relname_relid(name.c_str(), ns) : InvalidOid;
+    });
+}
+
+std::optional<RelationHead> relation_head(const std::string& schema, const std::string& name)
+{
+    RelationHead head;
+    const bool found = pg_call([&]() noexcept {
+        AcceptInvalidationMessages();
+        const Oid ns = get_namespace_oid(schema.c_str(), true);
+        const Oid oid = OidIsValid(ns) ? get_relname_relid(name.c_str(), ns) : InvalidOid;
+        HeapTuple tup = OidIsValid(oid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(oid)) : nullptr;
+        if (!HeapTupleIsValid(tup))
+            return false;
+        const auto* form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+        head.oid = oid;
+        head.owner = form->relowner;
+        head.kind = form->relkind;
+        ReleaseSysCache(tup);
+        return true;
+    });
+    return found ? std::optional<RelationHead>(head) : std::nullopt;
+}
+
+bool relation_exists(std::uint32_t oid)
+{
+    return pg_call([&]() noexcept {
+        AcceptInvalidationMessages();
+        return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(oid));
     });
 }
 

@@ -138,6 +138,19 @@ bool relation_exists(const std::string& schema, const std::string& name);
 // Its OID, or 0 when there is none.
 std::uint32_t relation_oid(const std::string& schema, const std::string& name);
 
+// What pg_class holds now for schema.name: its OID, owner and relkind.
+// Syscache look-ups (no SPI, no lock) after taking in the invalidations of
+// what committed, so a relation another session created or dropped is seen
+// as a fresh catalog read would. nullopt when no relation has that name.
+struct RelationHead {
+    std::uint32_t oid = 0;
+    std::uint32_t owner = 0;
+    char kind = '\0';  // relkind
+};
+std::optional<RelationHead> relation_head(const std::string& schema, const std::string& name);
+// Whether a relation with this OID exists now (the same look-up).
+bool relation_exists(std::uint32_t oid);
+
 // Whether schema.name is a function (of any arguments; a syscache look-up).
 bool function_exists(const std::string& schema, const std::string& name);
 

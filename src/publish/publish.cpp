@@ -132,26 +132,13 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
     return out;
 }
 
-struct ExistingView {
-    std::uint32_t oid = 0;
-    std::uint32_t owner = 0;
-    char kind = '\0';
-};
+using ExistingView = pg::RelationHead;
 
-// The relation that holds the dataset's name now, if any.
-std::optional<ExistingView> existing_view(pg::SpiSession& spi, const Dataset& d)
+// The relation that holds the dataset's name now, if any (the catalog as
+// committed: a view another role created meanwhile is seen).
+std::optional<ExistingView> existing_view(const Dataset& d)
 {
-    auto r = spi.query(
-        "SELECT c.oid::pg_catalog.text, c.relowner::pg_catalog.text, c.relkind::pg_catalog.text"
-        " FROM pg_catalog.pg_class c"
-        " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"
-        " WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2",
-        {Param::of_text(d.schema), Param::of_text(d.name)});
-    if (r.rows.empty())
-        return std::nullopt;
-    return ExistingView{static_cast<std::uint32_t>(std::stoul(r.rows[0][0].value_or("0"))),
-                        static_cast<std::uint32_t>(std::stoul(r.rows[0][1].value_or("0"))),
-                        r.rows[0][2].value_or("?").at(0)};
+    return pg::relation_head(d.schema, d.name);
 }
 
 // A view that holds the dataset's name but that neither publish made nor a
@@ -159,9 +146,9 @@ std::optional<ExistingView> existing_view(pg::SpiSession& spi, const Dataset& d)
 // it would hand the version table, and what readers see, to that role.
 // Returns the view's OID when there is one (the dataset's), nullopt when
 // publish is to create it.
-std::optional<std::uint32_t> require_own_view(pg::SpiSession& spi, const Dataset& d, const State& state)
+std::optional<std::uint32_t> require_own_view(const Dataset& d, const State& state)
 {
-    const auto view = existing_view(spi, d);
+    const auto view = existing_view(d);
     if (!view)
         return std::nullopt;  // publish creates it
     if (view->kind != 'v')
@@ -187,12 +174,11 @@ std::optional<std::uint32_t> require_own_view(pg::SpiSession& spi, const Dataset
 // looked, while the version was built) and leaves that role its owner, who
 // would then define what readers see. Checked in the flip's transaction, so
 // the whole publish rolls back.
-void require_view_kept(pg::SpiSession& spi, const Dataset& d, std::optional<std::uint32_t> before,
-                       std::optional<std::uint32_t> owner)
+void require_view_kept(const Dataset& d, std::optional<std::uint32_t> before, std::optional<std::uint32_t> owner)
 {
     if (!has_registry())
         return;
-    const auto view = existing_view(spi, d);
+    const auto view = existing_view(d);
     // The view looked at before (CREATE OR REPLACE keeps its OID), or, when
     // there was none, one this publish created: its owner is the registered
     // owner (publish hands it over); another role's is not.
@@ -240,7 +226,7 @@ void flip(pg::SpiSession& spi, const Dataset& d, std::uint32_t version_table,
 // a view dropped and made again by someone else does not have).
 void set_current(pg::SpiSession& spi, const Dataset& d, int version, std::optional<int> next)
 {
-    const auto view = existing_view(spi, d);
+    const auto view = existing_view(d);
     pg::as_extension_owner([&] {
         spi.query_saved(
             std::string("UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
@@ -260,7 +246,7 @@ std::uint32_t registered_owner(pg::SpiSession& spi, const Dataset& d, const Stat
     if (state.owner)
         return *state.owner;
     if (!has_registry()) {
-        const auto view = existing_view(spi, d);  // 0.6.0: the view's owner
+        const auto view = existing_view(d);  // 0.6.0: the view's owner
         return view ? view->owner : pg::current_user_id();
     }
     const std::uint32_t owner = pg::current_user_id();
@@ -310,10 +296,7 @@ void retain(pg::SpiSession& spi, const Dataset& d, int keep, int current)
         const Version& v = all[i];
         if (i < static_cast<std::size_t>(keep) || v.pinned || v.number == current)
             continue;
-        auto exists =
-            spi.query("SELECT EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1)",
-                      {Param::of_oid(v.relation)});
-        if (exists.rows.at(0).at(0) == std::optional<std::string>("t")) {
+        if (pg::relation_exists(v.relation)) {
             if (const auto failed = drop_version_table(spi, v.relation)) {
                 if (!keeps_version(*failed))
                     throw *failed;
@@ -472,12 +455,6 @@ std::uint64_t build_on_citus(pg::SpiSession& spi, const std::string& table, cons
     return spi.execute("INSERT INTO " + table + " SELECT * FROM (" + query + "\n) AS idem_version", params);
 }
 
-std::uint32_t table_oid(pg::SpiSession& spi, const std::string& qualified)
-{
-    auto r = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(qualified)});
-    return static_cast<std::uint32_t>(std::stoul(r.rows.at(0).at(0).value_or("0")));
-}
-
 // Hashes the rows of sql into t's checksum and sample; with store, each is
 // also stored into t as it comes (the query's one pass builds the version).
 void hash_rows(pg::SpiSession& spi, VersionTable& t, const std::string& sql, const pg::Params& params, bool store)
@@ -506,14 +483,15 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
                                  const pg::Params& params, std::uint32_t owner)
 {
     VersionTable t;
-    t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(free_version_table_name(d, version));
+    const std::string name = free_version_table_name(d, version);
+    t.qualified = pg::quote_ident(d.schema) + "." + pg::quote_ident(name);
     if (citus_installed()) {
         t.rows = build_on_citus(spi, t.qualified, query, params);
-        t.oid = table_oid(spi, t.qualified);
+        t.oid = pg::relation_oid(d.schema, name);
         hash_rows(spi, t, "SELECT * FROM " + t.qualified, {}, false);
     } else {
         spi.execute("CREATE TABLE " + t.qualified + " AS " + query + "\n WITH NO DATA", params);
-        t.oid = table_oid(spi, t.qualified);
+        t.oid = pg::relation_oid(d.schema, name);
         hash_rows(spi, t, query, params, true);
     }
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
@@ -556,10 +534,10 @@ void flip_to_version(pg::SpiSession& spi, const Dataset& d, int version, const V
                      const std::optional<std::string>& lock_timeout)
 {
     flip(spi, d, t.oid, lock_timeout);
-    if (const auto view = existing_view(spi, d);
+    if (const auto view = existing_view(d);
         view && view->owner == pg::current_user_id() && owner != pg::current_user_id())
         spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
-    require_view_kept(spi, d, view_before, owner);
+    require_view_kept(d, view_before, owner);
     const bool samples = sql_has(SqlFeature::kVersionSamples);
     pg::Params values = {Param::of_text(d.schema),
                          Param::of_text(d.name),
@@ -632,7 +610,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     if (!check.differs)
         if (auto same = same_as_current(spi, d, check.digest.text(), shape))
             return unchanged(*same);
-    const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
+    const std::optional<std::uint32_t> view_before = require_own_view(d, state);
     const std::uint32_t owner = registered_owner(spi, d, state);
 
     const int version = state.next;
@@ -655,7 +633,7 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
     const State state = lock_state(spi, d);
-    const std::optional<std::uint32_t> view_before = require_own_view(spi, d, state);
+    const std::optional<std::uint32_t> view_before = require_own_view(d, state);
     const auto all = load_versions(spi, d);
     std::optional<Version> target;
     for (const auto& v : all) {
@@ -675,7 +653,7 @@ std::int32_t rollback(const std::string& dataset, std::optional<std::int32_t> ve
     const bool flipped = !state.current || target->number != *state.current;
     if (flipped) {
         flip(spi, d, target->relation, lock_timeout);
-        require_view_kept(spi, d, view_before, state.owner);
+        require_view_kept(d, view_before, state.owner);
         set_current(spi, d, target->number, std::nullopt);
     }
     if (hold_it) {
@@ -696,7 +674,7 @@ void adopt(const std::string& dataset)
                         {}, "Run ALTER EXTENSION pg_idempotent UPDATE.");
     const Dataset d = resolve(spi, dataset);
     check_scope_usage(spi, ScopeKind::kDataset, d.qualified, d.display);
-    const auto view = existing_view(spi, d);
+    const auto view = existing_view(d);
     if (!view || view->kind != 'v')
         throw UserError(sqlstate::kUndefinedTable, "view \"" + d.display + "\" does not exist", {},
                         "adopt takes an existing view; publish creates a new one itself.");

@@ -94,6 +94,21 @@ TEST(RowSample, RepeatedRowsTakeOneEntry)
     EXPECT_TRUE(s->excludes(Digest128{0x1234, 0x5679}));
 }
 
+TEST(RowSample, RepeatsOfAFewRowsNeverHalveTheBucket)
+{
+    // Odd low halves: a halving before the repeats are merged would drop them.
+    const std::vector<Digest128> few{{1, 0x1001}, {2, 0x2003}, {3, 0x3005}};
+    std::vector<Digest128> rows;
+    for (int i = 0; i < 60000; ++i)
+        rows.push_back(few[static_cast<std::size_t>(i) % few.size()]);
+    const auto s = RowSample::parse(builder_of(rows, 0, rows.size())->hex());
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->modulus(), 1u);
+    EXPECT_EQ(s->size(), 3u);
+    for (const auto& r : few)
+        EXPECT_FALSE(s->excludes(r));
+}
+
 TEST(RowSample, EmptyMultisetExcludesEveryRow)
 {
     const std::string empty = builder_of({}, 0, 0)->hex();
