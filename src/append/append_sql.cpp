@@ -29,13 +29,16 @@ bool is_key(const AppendSpec& s, const AssignmentTarget& c)
 
 // src: keys cast to the target's types, so that they compare the way the
 // target's index does; a table is read by each step (merge_sql.cpp's src).
-std::string src_select(const AppendSpec& s)
+// checked: each row must fall in the partitions planned (ID901 otherwise);
+// without it, the caller checks the rows it inserts (the check raises, so
+// it is volatile, and a CTE holding it is copied instead of read again).
+std::string src_select(const AppendSpec& s, bool checked = true)
 {
     std::vector<std::string> cols;
     for (const auto& c : s.insert_columns)
         cols.push_back(is_key(s, c) ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
-    const std::string checked = s.prune ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
-    return "SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s" + checked;
+    const std::string where = s.prune && checked ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
+    return "SELECT " + join(cols) + " FROM (" + s.source_sql + "\n) AS s" + where;
 }
 
 std::string src_cte(const AppendSpec& s)
@@ -236,27 +239,30 @@ std::string build_fast_append_sql(const AppendSpec& s)
         // 23505, as a unique index would: the caller gives way to the whole
         // statement, which collapses or refuses the repeats.
         with =
-            "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + stats_cte(s) + ",\n" +
+            "WITH src AS NOT MATERIALIZED (" + src_select(s, false) + "),\n" + stats_cte(s) + ",\n" +
             "guard AS MATERIALIZED (SELECT st.\"idem$repeats\" IS NOT NULL AND pg_catalog.cardinality(st.\"idem$repeats\") "
             "OPERATOR(pg_catalog.=) 0 OR idem._raise('23505', 'keys may repeat in the batch', NULL, NULL) AS ok "
             "FROM stats st)" +
             (s.window_column ? ",\n" + win_cte(s, true) : std::string()) + "\n";
         guard = " AND (SELECT ok FROM guard)";
     } else if (s.window_column) {
-        with = "WITH src AS NOT MATERIALIZED (" + src_select(s) + "),\n" + win_cte(s, false) + "\n";
+        with = "WITH src AS NOT MATERIALIZED (" + src_select(s, false) + "),\n" + win_cte(s, false) + "\n";
     }
     window = window_filter(s, "e");
-    const std::string from = with.empty() ? "(" + src_select(s) + ") AS s" : "src AS s";
+    const std::string from = with.empty() ? "(" + src_select(s, false) + ") AS s" : "src AS s";
+    // The rows inserted are the rows checked: src is read again by each
+    // step (a table), not copied, so the partitions' check is here.
+    const std::string routed = s.prune ? " AND " + prune_row_check(*s.prune, "s") : std::string();
     // An empty target (its pruned partitions): no event of the batch is
     // there, so nothing to join. The join would also be planned as a scan
     // of the (analyzed, empty) target per batch row, which then reads the
     // pages the INSERT adds: quadratic (200,000 events: 283 s).
     if (s.target_empty)
         return with + "INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) + " FROM " +
-               from + "\n WHERE (" + nulls + ")" + guard;
+               from + "\n WHERE (" + nulls + ")" + routed + guard;
     return with + "INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) + " FROM " + from +
            " LEFT JOIN " + s.target + " AS e ON " + keys_match(s.keys, s.key_eq, "e", "s") + window + "\n WHERE (" +
-           nulls + ")" + guard + " AND (e." + s.keys[0].name + " IS NULL OR " + tally +
+           nulls + ")" + routed + guard + " AND (e." + s.keys[0].name + " IS NULL OR " + tally +
            images_equal(s.compare_columns, "s", "e") + ", false))";
 }
 

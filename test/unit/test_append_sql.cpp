@@ -224,6 +224,30 @@ TEST(AppendSql, OneGuardedInsertWithoutAUniqueIndex)
     EXPECT_FALSE(pg_idempotent::core::fast_append_applies(s));
 }
 
+// Pruned to the batch's partitions: each inserted row is checked against
+// them in the INSERT itself, not in src, which holds nothing volatile and so
+// is read again by each step instead of copied (the copy of a 1M-row batch
+// spilled to temporary files).
+TEST(AppendSql, APrunedTableSourceIsCheckedWhereItIsInserted)
+{
+    AppendSpec s = events();
+    s.stable_source = true;
+    s.hash_keys = true;
+    s.insert_columns.push_back(col("day", "pg_catalog.date"));
+    s.window_column = col("day", "pg_catalog.date");
+    s.prune =
+        pg_idempotent::core::PartitionPrune{col("day", "pg_catalog.date"), "OPERATOR(pg_catalog.=)", true, 3, "ID901"};
+    for (const bool empty : {false, true}) {
+        s.target_empty = empty;
+        const std::string sql = pg_idempotent::core::build_fast_append_sql(s);
+        const std::size_t insert = sql.find("\nINSERT INTO");
+        ASSERT_NE(insert, std::string::npos);
+        EXPECT_EQ(sql.find("idem._raise('ID901'"), sql.find("idem._raise('ID901'", insert)) << sql;
+        EXPECT_TRUE(has(sql.substr(insert), " OR idem._raise('ID901', ")) << sql;
+        EXPECT_TRUE(has(sql, "WITH src AS NOT MATERIALIZED (SELECT CAST(s.id AS bigint) AS id")) << sql;
+    }
+}
+
 }  // namespace
 
 namespace {
