@@ -78,10 +78,12 @@ std::string src_cte(const MergeSpec& s)
     // that spills to temp files. A source known unique on the key is
     // inlined too: the planner can then join it to the target through both
     // indexes, as a hand-written MERGE would.
+    // The check that each row falls in the partitions planned is made in
+    // plan, on the rows planned: here it would make src volatile (it
+    // raises), and PostgreSQL copies a volatile CTE however it is marked.
     const bool copy = s.check_duplicates && !s.stable_source;
-    const std::string checked = s.prune ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
     return std::string("src AS ") + (copy ? "MATERIALIZED" : "NOT MATERIALIZED") + " (SELECT " +
-           join(source_columns(s)) + " FROM (" + s.source_sql + "\n) AS s" + checked + ")";
+           join(source_columns(s)) + " FROM (" + s.source_sql + "\n) AS s)";
 }
 
 // Whether stats finds the keys that may repeat, for tops to group only
@@ -286,6 +288,8 @@ std::string plan_cte(const MergeSpec& s)
     if (s.tombstones)
         p += "\n LEFT JOIN " + s.tombstones_reader + "($1::pg_catalog.regclass) AS tb ON tb.key_digest " + kEq + " " +
              row_digest(s.keys, "d", false);
+    if (s.prune)
+        p += "\n WHERE " + prune_row_check(*s.prune, "d");
     const std::string counted =
         s.count_unchanged ? " OR idem._count_conflict($1::pg_catalog.regclass, true, false)" : std::string();
     return p + "\n OFFSET 0) AS x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) +

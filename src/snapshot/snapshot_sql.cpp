@@ -72,9 +72,10 @@ std::string src_cte(const SnapshotSpec& s)
         const bool cast = is_key(s, c) || s.updated_at.has(c.name);
         cols.push_back(cast ? cast_to_target("s." + c.name, c) + " AS " + c.name : "s." + c.name);
     }
-    const std::string checked = s.prune ? " WHERE " + prune_row_check(*s.prune, "s") : std::string();
+    // The partitions' row check is made in plan (merge_sql.cpp's src says
+    // why): here, being volatile, it would make PostgreSQL copy the table.
     return std::string("src AS ") + (s.stable_source ? "NOT MATERIALIZED" : "MATERIALIZED") + " (SELECT " + join(cols) +
-           " FROM (" + s.source_sql + "\n) AS s" + checked + ")";
+           " FROM (" + s.source_sql + "\n) AS s)";
 }
 
 bool finds_repeats(const SnapshotSpec& s)
@@ -193,8 +194,9 @@ std::string plan_cte(const SnapshotSpec& s)
     return "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, c." + s.valid_from + " AS " + kFrom + ", " +
            action_case(s) + " AS " + kAction + " FROM dedup d LEFT JOIN (SELECT true AS \"idem$found\", t.* FROM " +
            s.target + " t WHERE " + current(s, "t") + pruned(s, "t") + ") c ON " +
-           keys_match(s.keys, s.key_eq, "c", "d") + " OFFSET 0) x WHERE x." + kAction + " OPERATOR(pg_catalog.<>) " +
-           std::to_string(kUnchanged) + ")";
+           keys_match(s.keys, s.key_eq, "c", "d") +
+           (s.prune ? "\n WHERE " + prune_row_check(*s.prune, "d") : std::string()) + " OFFSET 0) x WHERE x." +
+           kAction + " OPERATOR(pg_catalog.<>) " + std::to_string(kUnchanged) + ")";
 }
 
 std::string gone_cte(const SnapshotSpec& s)

@@ -545,3 +545,23 @@ TEST(MergeSql, SeveralVersionColumnsCompareAsRows)
     EXPECT_TRUE(has(cte(sql, "stats"), "FILTER (WHERE (ver IS NULL OR loaded IS NULL)) AS null_version"));
     EXPECT_FALSE(has(sql, "max(src.ver)"));
 }
+
+namespace {
+
+// Pruned to the batch's partitions: each row planned is checked against them
+// in plan, not in src, which then holds nothing volatile and is read again
+// by each step as its marking says (PostgreSQL copies a volatile CTE).
+TEST(MergeSql, APrunedSourceIsCheckedWhereItIsPlanned)
+{
+    MergeSpec s = plain();
+    s.stable_source = true;
+    s.insert_columns.push_back(col("day", "pg_catalog.date"));
+    s.prune = pg_idempotent::core::PartitionPrune{col("day", "pg_catalog.date"), kEq, false, 3, "ID901"};
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "src"), "src AS NOT MATERIALIZED")) << sql;
+    EXPECT_FALSE(has(cte(sql, "src"), "idem._raise('ID901'")) << sql;
+    EXPECT_EQ(count_of(sql, "idem._raise('ID901'"), 1u) << sql;
+    EXPECT_TRUE(has(cte(sql, "plan"), "\n WHERE (CAST(d.day AS pg_catalog.date) IS NULL OR ")) << sql;
+}
+
+}  // namespace

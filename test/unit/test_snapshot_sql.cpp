@@ -125,3 +125,28 @@ TEST(SnapshotSql, TimestampStrategy)
 }
 
 }  // namespace
+
+namespace {
+
+// Pruned to the batch's partitions: each row planned is checked in plan,
+// not in src, which then holds nothing volatile and is read again by each
+// step as its marking says (PostgreSQL copies a volatile CTE).
+TEST(SnapshotSql, APrunedSourceIsCheckedWhereItIsPlanned)
+{
+    SnapshotSpec s = customers();
+    s.stable_source = true;
+    s.insert_columns.push_back(col("day", "pg_catalog.date"));
+    s.prune =
+        pg_idempotent::core::PartitionPrune{col("day", "pg_catalog.date"), "OPERATOR(pg_catalog.=)", false, 3, "ID901"};
+    const std::string sql = build_snapshot_sql(s);
+    const std::size_t src = sql.find("src AS NOT MATERIALIZED (");
+    const std::size_t plan = sql.find("plan AS MATERIALIZED (");
+    const std::size_t check = sql.find("idem._raise('ID901'");
+    ASSERT_NE(src, std::string::npos) << sql;
+    ASSERT_NE(plan, std::string::npos) << sql;
+    EXPECT_GT(check, plan) << sql;
+    EXPECT_EQ(sql.find("idem._raise('ID901'", check + 1), std::string::npos) << sql;
+    EXPECT_TRUE(has(sql, "\n WHERE (CAST(d.day AS pg_catalog.date) IS NULL OR ")) << sql;
+}
+
+}  // namespace
