@@ -21,8 +21,9 @@
 #     with a primary key (day, id);
 #   - snapshot_query, 10% of the day's keys changed, into a history
 #     partitioned by day;
-# and by hand: DELETE + INSERT of the day, INSERT ... ON CONFLICT DO UPDATE
-# and MERGE (10% changed).
+# and by hand: DELETE + INSERT of the day, a swap (a new table of the day,
+# DETACH, DROP, ATTACH), INSERT ... ON CONFLICT DO UPDATE and MERGE (10%
+# changed).
 
 pt_unit=${BENCH_PARTITION_UNIT:-$(( BENCH_SIZE_MAX < 20000 ? BENCH_SIZE_MAX : 20000 ))}
 pt_rounds=${BENCH_PARTITION_ROUNDS:-$(( BENCH_ROUNDS < 5 ? BENCH_ROUNDS : 5 ))}
@@ -113,6 +114,7 @@ declare -A pt_sql=(
     [append]="SELECT * FROM idem.append_query('%T_log', \$q\$SELECT day, CASE WHEN id % 5 = 0 THEN id + 1000000 * $pt_rev ELSE id END AS id, v FROM pt_src\$q\$, ARRAY['day', 'id'])"
     [snapshot]="SELECT * FROM idem.snapshot_query('%T_hist', \$q\$SELECT day, id, CASE WHEN id % 10 = 0 THEN v || $pt_rev ELSE v END AS v FROM pt_src\$q\$, ARRAY['day', 'id'])"
     [hand_rewrite]="SELECT bench_.pt_rewrite('%T')"
+    [hand_swap]="SELECT bench_.pt_swap('%T')"
     [hand_upsert]="INSERT INTO %T SELECT day, id, CASE WHEN id % 10 = 0 THEN v || $pt_rev ELSE v END FROM pt_src ON CONFLICT (day, id) DO UPDATE SET v = excluded.v WHERE %T.v IS DISTINCT FROM excluded.v"
     [hand_merge]="MERGE INTO %T t USING (SELECT day, id, CASE WHEN id % 10 = 0 THEN v || $pt_rev ELSE v END AS v FROM pt_src) s ON t.day = s.day AND t.id = s.id WHEN MATCHED AND t.v IS DISTINCT FROM s.v THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.day, s.id, s.v)"
 )
@@ -121,6 +123,25 @@ CREATE FUNCTION bench_.pt_rewrite(t regclass) RETURNS void LANGUAGE plpgsql AS \
 BEGIN
     EXECUTE format('DELETE FROM %s WHERE day = %L', t, '$pt_day');
     EXECUTE format('INSERT INTO %s SELECT day, id, v || (SELECT n FROM pt_rev) FROM pt_src', t);
+END
+\$f\$;
+-- A swap by hand: the day's rows built into a new table with the bound as
+-- a CHECK (so that ATTACH skips its scan) and the primary key, then DETACH,
+-- DROP, RENAME and ATTACH: the DDL every swap runs, whose own cost grows
+-- with the partition count.
+CREATE FUNCTION bench_.pt_swap(t regclass) RETURNS void LANGUAGE plpgsql AS \$f\$
+DECLARE
+    day_table text := t::text || '_5';
+BEGIN
+    EXECUTE format('CREATE TABLE %I (LIKE %s)', day_table || '_new', t);
+    EXECUTE format('INSERT INTO %I SELECT day, id, v || (SELECT n FROM pt_rev) FROM pt_src', day_table || '_new');
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT bound CHECK (day IS NOT NULL AND day >= %L AND day < %L), ADD PRIMARY KEY (day, id)',
+                   day_table || '_new', '$pt_day', date '$pt_day' + 1);
+    EXECUTE format('ALTER TABLE %s DETACH PARTITION %I', t, day_table);
+    EXECUTE format('DROP TABLE %I', day_table);
+    EXECUTE format('ALTER TABLE %I RENAME TO %I', day_table || '_new', day_table);
+    EXECUTE format('ALTER TABLE %s ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', t, day_table, '$pt_day', date '$pt_day' + 1);
+    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT bound', day_table);
 END
 \$f\$;
 SQL
@@ -133,10 +154,11 @@ pt_labels=(
     [append]="append_query, 20% of the events new"
     [snapshot]="snapshot_query, 10% of the keys changed"
     [hand_rewrite]="by hand: DELETE + INSERT of the day"
+    [hand_swap]="by hand: a new table of the day, DETACH, DROP, ATTACH"
     [hand_upsert]="by hand: INSERT ... ON CONFLICT DO UPDATE, 10% changed"
     [hand_merge]="by hand: MERGE, 10% changed"
 )
-pt_order=(rewrite swap rerun merge append snapshot hand_rewrite hand_upsert hand_merge)
+pt_order=(rewrite swap rerun merge append snapshot hand_rewrite hand_swap hand_upsert hand_merge)
 pt_ours=(rewrite swap rerun merge append snapshot)
 
 # The unit's partition of a call's table (the log's or the history's).
