@@ -116,12 +116,20 @@ bool relation_exists(const std::string& schema, const std::string& name)
     return relation_oid(schema, name) != InvalidOid;
 }
 
+namespace {
+
+// Called inside pg_call: InvalidOid when the schema or the relation is missing.
+Oid relid_in_schema(const std::string& schema, const std::string& name)
+{
+    const Oid ns = get_namespace_oid(schema.c_str(), true);
+    return OidIsValid(ns) ? get_relname_relid(name.c_str(), ns) : InvalidOid;
+}
+
+}  // namespace
+
 std::uint32_t relation_oid(const std::string& schema, const std::string& name)
 {
-    return pg_call([&]() noexcept {
-        const Oid ns = get_namespace_oid(schema.c_str(), true);
-        return OidIsValid(ns) ? get_relname_relid(name.c_str(), ns) : InvalidOid;
-    });
+    return pg_call([&]() noexcept { return relid_in_schema(schema, name); });
 }
 
 std::optional<RelationHead> relation_head(const std::string& schema, const std::string& name)
@@ -129,8 +137,7 @@ std::optional<RelationHead> relation_head(const std::string& schema, const std::
     RelationHead head;
     const bool found = pg_call([&]() noexcept {
         AcceptInvalidationMessages();
-        const Oid ns = get_namespace_oid(schema.c_str(), true);
-        const Oid oid = OidIsValid(ns) ? get_relname_relid(name.c_str(), ns) : InvalidOid;
+        const Oid oid = relid_in_schema(schema, name);
         HeapTuple tup = OidIsValid(oid) ? SearchSysCache1(RELOID, ObjectIdGetDatum(oid)) : nullptr;
         if (!HeapTupleIsValid(tup))
             return false;

@@ -132,11 +132,9 @@ std::vector<Version> load_versions(pg::SpiSession& spi, const Dataset& d)
     return out;
 }
 
-using ExistingView = pg::RelationHead;
-
 // The relation that holds the dataset's name now, if any (the catalog as
 // committed: a view another role created meanwhile is seen).
-std::optional<ExistingView> existing_view(const Dataset& d)
+std::optional<pg::RelationHead> existing_view(const Dataset& d)
 {
     return pg::relation_head(d.schema, d.name);
 }
