@@ -534,3 +534,13 @@ CREATE FUNCTION idem.purge_effects(older_than interval, scope text DEFAULT 'defa
   LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY INVOKER;
 COMMENT ON FUNCTION idem.purge_effects(interval, text) IS
   'Deletes the effects of a scope delivered longer ago than older_than (a key recorded again after that is a new effect); returns how many';
+
+-- Merge, append and snapshot compare each source row with its target row
+-- by stored image: pairwise, without forming the two records that
+-- record_image_eq(ROW(...), ROW(...)) compares (src/pg_native/images_equal.hpp).
+-- Not STRICT: NULL equals NULL, as in record_image_eq.
+CREATE FUNCTION idem._images_equal(VARIADIC "any") RETURNS boolean
+  AS 'MODULE_PATHNAME', 'idem__images_equal'
+  LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION idem._images_equal("any") IS
+  'Internal (merge, append, snapshot): whether (a1, a2, ...) and (b1, b2, ...), passed as a1, b1, a2, b2, ..., have the same stored images, as record_image_eq of the two rows';

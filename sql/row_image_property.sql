@@ -71,3 +71,31 @@ SELECT count(*) > 1000 AS many_json_equal_as_jsonb_but_not_same
 -- rows keeps it, and it matches between the two storages.
 SELECT idem.checksum('prop_pool') = idem.checksum('prop_external') AS same_checksum,
        idem.checksum('prop_pool') = idem.checksum_query('SELECT * FROM prop_pool ORDER BY random()') AS order_free;
+
+-- idem._images_equal, with which merge, append and snapshot compare a source
+-- row with its target row pair by pair, answers as *= on the same pairs.
+SELECT projection, count(*) AS pairs,
+       count(*) FILTER (WHERE same_pairs IS DISTINCT FROM same_image) AS mismatches,
+       count(*) FILTER (WHERE same_pairs) > 1000 AS many_same,
+       count(*) FILTER (WHERE NOT same_pairs) > 1000 AS many_different
+  FROM (SELECT 'numbers' AS projection, idem._images_equal(x.n, y.n, x.f, y.f) AS same_pairs, x *= y AS same_image
+          FROM (SELECT n, f FROM prop_pool) x, (SELECT n, f FROM prop_pool) y
+        UNION ALL
+        SELECT 'real/text', idem._images_equal(x.r, y.r, x.t, y.t), x *= y
+          FROM (SELECT r, t FROM prop_pool) x, (SELECT r, t FROM prop_pool) y
+        UNION ALL
+        SELECT 'json/arrays', idem._images_equal(x.j, y.j, x.jb, y.jb, x.a, y.a), x *= y
+          FROM (SELECT j, jb, a FROM prop_pool) x, (SELECT j, jb, a FROM prop_pool) y
+        UNION ALL
+        SELECT 'time/bytes/toast', idem._images_equal(x.ts, y.ts, x.iv, y.iv, x.b, y.b, x.big, y.big), x *= y
+          FROM (SELECT ts, iv, b, big FROM prop_pool) x, (SELECT ts, iv, b, big FROM prop_pool) y
+        UNION ALL
+        SELECT 'across storages', idem._images_equal(x.t, y.t, x.big, y.big), x *= y
+          FROM (SELECT t, big FROM prop_pool) x, (SELECT t, big FROM prop_external) y) p
+ GROUP BY projection ORDER BY projection;
+
+-- NULL is the same as NULL only; the arguments come in pairs of one type.
+SELECT idem._images_equal(NULL::int, NULL::int) AS both_null, idem._images_equal(1, NULL::int) AS one_null,
+       idem._images_equal(NULL::int, 1) AS other_null, idem._images_equal(1, 1, 'a'::text, 'a'::text) AS same;
+SELECT idem._images_equal(1, 1, 2);
+SELECT idem._images_equal(1, 1::bigint);

@@ -18,6 +18,7 @@
 #include "pg/guard_probe.hpp"
 #include "pg/settings.hpp"
 #include "pg_native/digest_aggregate.hpp"
+#include "pg_native/images_equal.hpp"
 #include "pg_native/jsonb_same.hpp"
 #include "pg_native/repeat_aggregate.hpp"
 #include "proof/assert_rerun_safe.hpp"
@@ -79,6 +80,7 @@ PG_FUNCTION_INFO_V1(idem__digest_sample_agg_final);
 PG_FUNCTION_INFO_V1(idem__key_hash);
 PG_FUNCTION_INFO_V1(idem__key_repeats);
 PG_FUNCTION_INFO_V1(idem__jsonb_same);
+PG_FUNCTION_INFO_V1(idem__images_equal);
 PG_FUNCTION_INFO_V1(idem__row_hash);
 PG_FUNCTION_INFO_V1(idem__repeat_hashes_add);
 PG_FUNCTION_INFO_V1(idem__repeat_hashes_final);
@@ -223,6 +225,10 @@ Datum idem__key_hash(PG_FUNCTION_ARGS)
 Datum idem__jsonb_same(PG_FUNCTION_ARGS)
 {
     return pg::jsonb_same(fcinfo);
+}
+Datum idem__images_equal(PG_FUNCTION_ARGS)
+{
+    return pg::images_equal(fcinfo);
 }
 Datum idem__repeat_hashes_add(PG_FUNCTION_ARGS)
 {

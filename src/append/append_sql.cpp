@@ -149,7 +149,7 @@ std::string window_filter(const AppendSpec& s, const std::string& alias = "t")
 std::string plan_cte(const AppendSpec& s)
 {
     return "plan AS MATERIALIZED (SELECT * FROM (SELECT d.*, CASE WHEN t." + s.keys[0].name + " IS NULL THEN " +
-           std::to_string(kNew) + " WHEN " + images_equal(s.compare_columns, "d", "t") + " THEN " +
+           std::to_string(kNew) + " WHEN " + images_equal(s.compare_columns, "d", "t", s.pairwise_images) + " THEN " +
            std::to_string(kSame) + " ELSE " + std::to_string(kOther) + " END AS " + kAction +
            "\n FROM dedup d LEFT JOIN " + s.target + " AS t ON " + keys_match(s.keys, s.key_eq, "t", "d") +
            window_filter(s) + "\n OFFSET 0) AS x WHERE " + "x." + kAction + " OPERATOR(pg_catalog.<>) " +
@@ -193,7 +193,7 @@ std::string ins_cte(const AppendSpec& s)
     if (s.arbiter && !s.citus)
         conflict = "\n ON CONFLICT (" + key_list(s.keys, "") + ") DO UPDATE SET " + s.keys[0].name + " = t." +
                    s.keys[0].name + " WHERE idem._count_conflict($1::pg_catalog.regclass, " +
-                   images_equal(s.compare_columns, "EXCLUDED", "t", false) + ", false)";
+                   images_equal(s.compare_columns, "EXCLUDED", "t", s.pairwise_images, false) + ", false)";
     return "ins AS (INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) +
            " FROM plan p WHERE " + action_is("p", kNew) + " AND (SELECT ok FROM checks2)" + conflict + ")";
 }
@@ -263,7 +263,7 @@ std::string build_fast_append_sql(const AppendSpec& s)
     return with + "INSERT INTO " + s.target + " AS t (" + join(names) + ")\n SELECT " + join(values) + " FROM " + from +
            " LEFT JOIN " + s.target + " AS e ON " + keys_match(s.keys, s.key_eq, "e", "s") + window + "\n WHERE (" +
            nulls + ")" + routed + guard + " AND (e." + s.keys[0].name + " IS NULL OR " + tally +
-           images_equal(s.compare_columns, "s", "e") + ", false))";
+           images_equal(s.compare_columns, "s", "e", s.pairwise_images) + ", false))";
 }
 
 std::string build_append_sql(const AppendSpec& s)

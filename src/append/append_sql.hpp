@@ -47,6 +47,9 @@ struct AppendSpec {
     // As merge's (merge_sql.hpp): stats finds the keys that may repeat from
     // their hashes; false: tops groups every row.
     bool hash_keys = false;
+    // Rows compared by idem._images_equal (0.9.0's SQL objects), not by
+    // record_image_eq of two formed records (core/row_match.hpp).
+    bool pairwise_images = false;
     // A Citus table: Citus runs parts of a write on the workers, where
     // idem._count_conflict's counts are lost (and refuses it in ON CONFLICT
     // ... WHERE): the whole statement only, its INSERT without ON CONFLICT

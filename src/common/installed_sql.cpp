@@ -55,6 +55,8 @@ Probe probe_of(SqlFeature feature)
         return {"datasets", "held_at", nullptr, "0.9.0"};
     case SqlFeature::kVersionSamples:
         return {"dataset_versions", "row_sample", nullptr, "0.9.0"};
+    case SqlFeature::kImagesEqual:
+        return {nullptr, nullptr, "_images_equal", "0.9.0"};
     }
     return {nullptr, nullptr, nullptr, "?"};
 }

@@ -30,6 +30,7 @@ enum class SqlFeature {
     kRunLogParams,          // idem.run_log.params, the bound parameters (0.9.0)
     kDatasetHolds,          // idem.datasets.held_at, a hold on publish (0.9.0)
     kVersionSamples,        // idem.dataset_versions.row_sample (0.9.0)
+    kImagesEqual,           // idem._images_equal (0.9.0)
 };
 
 // Whether the installed SQL objects have the feature (a syscache look-up:

@@ -1,5 +1,7 @@
 #include "core/row_match.hpp"
 
+#include <algorithm>
+
 #include "core/sql_text.hpp"
 
 namespace pg_idempotent::core {
@@ -24,17 +26,32 @@ std::string key_list(const std::vector<AssignmentTarget>& keys, const std::strin
 // record_image_eq is the image comparison behind `*=`: it decides exactly
 // what equal v1 digests decide (the digest hashes these images), without
 // hashing, and the types match by construction (b is the target's row).
+// idem._images_equal compares the same pairs the same way; a function takes
+// at most 100 arguments, so wider rows take one call per 50 columns.
 std::string images_equal(const std::vector<AssignmentTarget>& cols, const std::string& a, const std::string& b,
-                         bool cast_a)
+                         bool pairwise, bool cast_a)
 {
+    constexpr std::size_t kPairsPerCall = 50;
     std::vector<std::string> left;
     std::vector<std::string> right;
+    std::vector<std::string> pairs;
     for (const auto& c : cols) {
         const std::string ref = a + "." + c.name;
         left.push_back(cast_a ? cast_to_target(ref, c) : ref);
         right.push_back(b + "." + c.name);
+        pairs.push_back(left.back() + ", " + right.back());
     }
-    return "pg_catalog.record_image_eq(ROW(" + join(left) + "), ROW(" + join(right) + "))";
+    if (!pairwise)
+        return "pg_catalog.record_image_eq(ROW(" + join(left) + "), ROW(" + join(right) + "))";
+    if (pairs.empty())
+        return "true";
+    std::vector<std::string> calls;
+    for (std::size_t i = 0; i < pairs.size(); i += kPairsPerCall) {
+        const auto end = pairs.begin() + static_cast<std::ptrdiff_t>(std::min(pairs.size(), i + kPairsPerCall));
+        calls.push_back("idem._images_equal(" +
+                        join(std::vector<std::string>(pairs.begin() + static_cast<std::ptrdiff_t>(i), end)) + ")");
+    }
+    return calls.size() == 1 ? calls.front() : "(" + join(calls, " AND ") + ")";
 }
 
 std::string row_digest(const std::vector<AssignmentTarget>& cols, const std::string& alias, bool cast)

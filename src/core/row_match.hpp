@@ -20,11 +20,12 @@ std::string keys_match(const std::vector<AssignmentTarget>& keys, const std::vec
 std::string key_list(const std::vector<AssignmentTarget>& keys, const std::string& alias);
 
 // Whether two rows' columns have the same stored images (the one definition
-// of "the same row", docs/row-image.md): record_image_eq over the columns,
-// a's cast to the target's types first when cast_a. ROW() of no column is
-// the empty row: equal.
+// of "the same row", docs/row-image.md), a's cast to the target's types
+// first when cast_a. pairwise: idem._images_equal(a1, b1, a2, b2, ...)
+// (0.9.0's SQL objects), which compares the pairs without forming the two
+// records; else record_image_eq(ROW(a...), ROW(b...)). No column: equal.
 std::string images_equal(const std::vector<AssignmentTarget>& cols, const std::string& a, const std::string& b,
-                         bool cast_a = true);
+                         bool pairwise, bool cast_a = true);
 
 // idem._row_digest of some columns of a row (cast: as the target stores them).
 std::string row_digest(const std::vector<AssignmentTarget>& cols, const std::string& alias, bool cast);

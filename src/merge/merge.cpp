@@ -298,6 +298,8 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     spec.count_unchanged = unique_source && sql_has(SqlFeature::kConflictTally) && !spec.citus;
     if (spec.check_duplicates)
         spec.hash_keys = keys_hashable(target, key);
+    // Not on Citus: the workers' SQL objects are not looked at here.
+    spec.pairwise_images = sql_has(SqlFeature::kImagesEqual) && !spec.citus;
     return spec;
 }
 

@@ -266,7 +266,8 @@ std::string action_case(const MergeSpec& s)
              "\n";
     if (s.delete_column)
         p += flag + " THEN " + std::to_string(kDelete) + "\n";
-    p += " WHEN " + images_equal(s.update_columns, "d", "t") + " THEN " + std::to_string(kUnchanged) + "\n";
+    p += " WHEN " + images_equal(s.update_columns, "d", "t", s.pairwise_images) + " THEN " +
+         std::to_string(kUnchanged) + "\n";
     if (!s.version.empty())
         p += " WHEN " + s.version.equal(s.version.value("d"), s.version.value("t")) + " THEN " +
              std::to_string(kConflict) + "\n";
@@ -398,7 +399,7 @@ std::string on_conflict(const MergeSpec& s)
         exc.push_back("EXCLUDED." + c.name);
     }
     return head + "DO UPDATE SET (" + join(upd) + ") = ROW(" + join(exc) + ") WHERE NOT (" +
-           images_equal(s.update_columns, "EXCLUDED", "t", false) + ")" + not_older(s, "EXCLUDED");
+           images_equal(s.update_columns, "EXCLUDED", "t", s.pairwise_images, false) + ")" + not_older(s, "EXCLUDED");
 }
 
 // ins: new keys, in key order.
@@ -553,7 +554,7 @@ std::string first_load_conflict(const MergeSpec& s)
         exc.push_back("EXCLUDED." + c.name);
     }
     return head + "(" + join(upd) + ") = ROW(" + join(exc) + ") WHERE " + tally +
-           images_equal(s.update_columns, "EXCLUDED", "t", false) + ", true)";
+           images_equal(s.update_columns, "EXCLUDED", "t", s.pairwise_images, false) + ", true)";
 }
 
 std::string build_first_load_sql(const MergeSpec& s)

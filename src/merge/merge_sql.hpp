@@ -73,6 +73,9 @@ struct MergeSpec {
     // hashes (core/repeat_hashes.hpp), so that tops groups only their rows;
     // false (a key type without a hash function): tops groups every row.
     bool hash_keys = false;
+    // Rows compared by idem._images_equal (0.9.0's SQL objects), not by
+    // record_image_eq of two formed records (core/row_match.hpp).
+    bool pairwise_images = false;
     bool override_identity = false;  // OVERRIDING SYSTEM VALUE on insert
     bool tombstones = false;         // version + delete_column: read and write tombstones
     // The function that reads them (0.8.0's SQL objects: idem._tombstones).

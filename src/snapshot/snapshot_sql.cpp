@@ -165,7 +165,7 @@ std::string dedup_cte(const SnapshotSpec& s)
 
 std::string action_case(const SnapshotSpec& s)
 {
-    const std::string same = images_equal(s.compare_columns, "d", "c");
+    const std::string same = images_equal(s.compare_columns, "d", "c", s.pairwise_images);
     std::string c = "CASE WHEN c.\"idem$found\" IS NULL THEN " + std::to_string(kNew);
     if (s.deleted_column)
         c += " WHEN c." + *s.deleted_column + " IS TRUE THEN " + std::to_string(kChanged);

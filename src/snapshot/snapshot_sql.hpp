@@ -74,6 +74,9 @@ struct SnapshotSpec {
     bool check_duplicates = true;  // false: the source is unique on the key
     bool stable_source = false;    // a table: read in every step, not copied
     bool hash_keys = false;        // as merge's: repeated keys found from their hashes
+    // Rows compared by idem._images_equal (0.9.0's SQL objects), not by
+    // record_image_eq of two formed records (core/row_match.hpp).
+    bool pairwise_images = false;
     // A history partitioned on a key column: the batch's values of it,
     // which src checks and every read of the history keeps to
     // (core/partition_prune.hpp). Not with invalidate (gone reads every

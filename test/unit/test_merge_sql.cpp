@@ -392,6 +392,25 @@ TEST(MergeSql, ColumnsSubsetUpdatesOnlyThoseColumns)
     EXPECT_TRUE(has(cte(sql, "dups"), "idem._row_digest(ROW(src.id, src.a, src.b))"));
 }
 
+// With 0.9.0's SQL objects, every comparison of a source row with its
+// target row is idem._images_equal's, pairwise: no record is formed.
+TEST(MergeSql, PairwiseImagesReplaceEveryRecordComparison)
+{
+    MergeSpec s = plain();
+    s.update_columns = {col("a", "pg_catalog.text"), col("b")};
+    s.pairwise_images = true;
+    const std::string sql = build_merge_sql(s);
+    EXPECT_TRUE(has(cte(sql, "plan"),
+                    " WHEN idem._images_equal(CAST(d.a AS pg_catalog.text), t.a, CAST(d.b AS integer), t.b) THEN 4\n"));
+    EXPECT_TRUE(has(cte(sql, "ins"), "WHERE NOT (idem._images_equal(EXCLUDED.a, t.a, EXCLUDED.b, t.b))"));
+    EXPECT_FALSE(has(sql, "record_image_eq"));
+    EXPECT_TRUE(has(build_first_load_sql(s),
+                    "idem._count_conflict($1::pg_catalog.regclass, idem._images_equal(EXCLUDED.a, t.a, EXCLUDED.b, "
+                    "t.b), true)"));
+    s.pairwise_images = false;
+    EXPECT_FALSE(has(build_merge_sql(s), "idem._images_equal"));
+}
+
 TEST(CastToTarget, PlainLengthCoercedAndDomain)
 {
     MergeColumn c = col("v", "pg_catalog.text");
