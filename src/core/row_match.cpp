@@ -26,12 +26,12 @@ std::string key_list(const std::vector<AssignmentTarget>& keys, const std::strin
 // record_image_eq is the image comparison behind `*=`: it decides exactly
 // what equal v1 digests decide (the digest hashes these images), without
 // hashing, and the types match by construction (b is the target's row).
-// idem._images_equal compares the same pairs the same way; a function takes
-// at most 100 arguments, so wider rows take one call per 50 columns.
+// idem._images_equal compares the same pairs the same way; a call takes at
+// most kMaxCallArguments arguments, so wider rows take one per 50 columns.
 std::string images_equal(const std::vector<AssignmentTarget>& cols, const std::string& a, const std::string& b,
                          bool pairwise, bool cast_a)
 {
-    constexpr std::size_t kPairsPerCall = 50;
+    constexpr std::size_t kPairsPerCall = kMaxCallArguments / 2;
     std::vector<std::string> left;
     std::vector<std::string> right;
     std::vector<std::string> pairs;

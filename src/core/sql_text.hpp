@@ -3,6 +3,7 @@
 // values only as $n parameters, so nothing here can splice caller text.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ std::string index_definition_on(const std::string& definition, const std::string
 // CTEs of the statement around it. (A semicolon followed by a comment stays,
 // and is the syntax error it would be in any subquery.)
 std::string as_subquery(const std::string& statement);
+
+// The most arguments a function or aggregate call takes (FUNC_MAX_ARGS):
+// idem._digest_agg and idem._digest_sample_agg take one per column, so wider
+// rows are hashed by the digest receiver instead.
+constexpr std::size_t kMaxCallArguments = 100;
 
 // The v1 checksum of the rows of a statement (SQL the extension wrote, which
 // returns column_count >= 1 columns) computed by the aggregate

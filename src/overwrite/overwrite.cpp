@@ -147,7 +147,7 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
         in.cast = rows_digest(spi, shape, converted.rows(), converted.params.values);
         return in;
     }
-    if (records_query_samples()) {
+    if (records_query_samples() && converted.casts.size() <= core::kMaxCallArguments) {
         // Two aggregates, so PostgreSQL may share the pass among parallel
         // workers: "<digest> <sample>" of the query's rows, and the digest of
         // their casts.
@@ -161,8 +161,8 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
         in.cast = r.rows.at(0).at(1).value_or("");
         return in;
     }
-    // SQL objects older than the module (before ALTER EXTENSION ... UPDATE):
-    // no sample to keep. The query's columns and their casts side by side,
+    // SQL objects older than the module (before ALTER EXTENSION ... UPDATE),
+    // or more columns than an aggregate call takes: no sample to keep. The query's columns and their casts side by side,
     // hashed as two rows.
     const auto hasher = std::make_unique<core::RowHasher>();
     core::MultisetDigest raw;

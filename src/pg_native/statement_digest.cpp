@@ -33,7 +33,7 @@ void digest_statement_rows_into(SpiSession& spi, const std::string& sql, const D
 std::string digest_select_text(SpiSession& spi, const std::string& sql, std::size_t column_count,
                                bool aggregate_installed, const Params& params)
 {
-    if (column_count > 0 && aggregate_installed) {
+    if (column_count > 0 && column_count <= core::kMaxCallArguments && aggregate_installed) {
         auto r = spi.query(core::digest_aggregate_sql(sql, column_count), params);
         return r.rows.at(0).at(0).value_or("");
     }
