@@ -34,22 +34,21 @@ std::string images_equal(const std::vector<AssignmentTarget>& cols, const std::s
     constexpr std::size_t kPairsPerCall = kMaxCallArguments / 2;
     std::vector<std::string> left;
     std::vector<std::string> right;
-    std::vector<std::string> pairs;
     for (const auto& c : cols) {
         const std::string ref = a + "." + c.name;
         left.push_back(cast_a ? cast_to_target(ref, c) : ref);
         right.push_back(b + "." + c.name);
-        pairs.push_back(left.back() + ", " + right.back());
     }
     if (!pairwise)
         return "pg_catalog.record_image_eq(ROW(" + join(left) + "), ROW(" + join(right) + "))";
-    if (pairs.empty())
+    if (cols.empty())
         return "true";
     std::vector<std::string> calls;
-    for (std::size_t i = 0; i < pairs.size(); i += kPairsPerCall) {
-        const auto end = pairs.begin() + static_cast<std::ptrdiff_t>(std::min(pairs.size(), i + kPairsPerCall));
-        calls.push_back("idem._images_equal(" +
-                        join(std::vector<std::string>(pairs.begin() + static_cast<std::ptrdiff_t>(i), end)) + ")");
+    for (std::size_t i = 0; i < cols.size(); i += kPairsPerCall) {
+        std::vector<std::string> pairs;
+        for (std::size_t j = i; j < std::min(cols.size(), i + kPairsPerCall); ++j)
+            pairs.push_back(left[j] + ", " + right[j]);
+        calls.push_back("idem._images_equal(" + join(pairs) + ")");
     }
     return calls.size() == 1 ? calls.front() : "(" + join(calls, " AND ") + ")";
 }

@@ -162,8 +162,8 @@ IncomingRows incoming_rows(pg::SpiSession& spi, const pg::Relation& shape, const
         return in;
     }
     // SQL objects older than the module (before ALTER EXTENSION ... UPDATE),
-    // or more columns than an aggregate call takes: no sample to keep. The query's columns and their casts side by side,
-    // hashed as two rows.
+    // or more columns than an aggregate call takes: no sample to keep. The
+    // query's columns and their casts side by side, hashed as two rows.
     const auto hasher = std::make_unique<core::RowHasher>();
     core::MultisetDigest raw;
     core::MultisetDigest cast;
