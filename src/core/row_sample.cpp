@@ -1,6 +1,7 @@
 #include "core/row_sample.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 namespace pg_idempotent::core {
@@ -9,28 +10,49 @@ namespace {
 
 constexpr char kHexDigits[] = "0123456789abcdef";
 
-int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+// Each byte's value as a hex digit, -1 if it is none: a table, as a
+// rerun's check parses the whole sample (65,552 digits) before its first row.
+struct HexTable {
+    std::int8_t value[256];
+    constexpr HexTable() : value()
+    {
+        for (int c = 0; c < 256; ++c)
+            value[c] = c >= '0' && c <= '9'   ? static_cast<std::int8_t>(c - '0')
+                       : c >= 'a' && c <= 'f' ? static_cast<std::int8_t>(c - 'a' + 10)
+                       : c >= 'A' && c <= 'F' ? static_cast<std::int8_t>(c - 'A' + 10)
+                                              : std::int8_t{-1};
+    }
+};
+constexpr HexTable kHexValues;
 
 std::optional<std::uint64_t> get_u64_hex(const std::string& in, std::size_t at)
 {
     std::uint64_t v = 0;
-    for (int byte = 0; byte < 8; ++byte) {
-        const int high = hex_value(in[at + 2 * static_cast<std::size_t>(byte)]);
-        const int low = hex_value(in[at + 2 * static_cast<std::size_t>(byte) + 1]);
-        if (high < 0 || low < 0)
-            return std::nullopt;
-        v |= static_cast<std::uint64_t>(high * 16 + low) << (8 * byte);
+    int bad = 0;
+    for (int i = 0; i < 16; ++i) {
+        const int digit = kHexValues.value[static_cast<unsigned char>(in[at + static_cast<std::size_t>(i)])];
+        bad |= digit;  // negative once any digit is not one
+        // Byte i / 2, high digit first: little-endian bytes.
+        v |= static_cast<std::uint64_t>(digit & 0xf) << (8 * (i / 2) + (i % 2 == 0 ? 4 : 0));
     }
+    if (bad < 0)
+        return std::nullopt;
     return v;
+}
+
+// The first of entries [first, first + count) not below lo (first + count
+// if none): halving without a branch on the comparison, whose outcome a
+// hash makes random.
+const std::uint64_t* first_not_below(const std::uint64_t* first, std::size_t count, std::uint64_t lo) noexcept
+{
+    if (count == 0)
+        return first;
+    while (count > 1) {
+        const std::size_t half = count / 2;
+        first = first[half - 1] < lo ? first + half : first;
+        count -= half;
+    }
+    return *first < lo ? first + 1 : first;
 }
 
 }  // namespace
@@ -167,7 +189,21 @@ std::optional<RowSample> RowSample::parse(const std::string& hex)
 
 bool RowSample::holds(std::uint64_t lo) const noexcept
 {
-    return std::binary_search(entries_.begin(), entries_.end(), lo);
+    // The entries are hashes, spread evenly over 64 bits: lo's place among
+    // them is near lo / 2^64 of their count (within about its square root,
+    // 64 of 4,096), so the search starts in that window.
+    const std::size_t n = entries_.size();
+    if (n == 0)
+        return false;
+    constexpr std::size_t kRadius = 96;
+    // (lo / 2^32) * n / 2^32: no overflow below 2^32 entries.
+    const std::size_t guess = static_cast<std::size_t>(((lo >> 32) * n) >> 32);
+    const std::size_t low = guess > kRadius ? guess - kRadius : 0;
+    const std::size_t high = std::min(n, guess + kRadius + 1);
+    const std::uint64_t* e = entries_.data();
+    const bool in_window = (low == 0 || e[low] <= lo) && (high == n || e[high - 1] >= lo);
+    const std::uint64_t* found = in_window ? first_not_below(e + low, high - low, lo) : first_not_below(e, n, lo);
+    return found != e + n && *found == lo;
 }
 
 }  // namespace pg_idempotent::core

@@ -127,6 +127,94 @@ TEST(RowSample, HexIsLittleEndianModulusThenAscendingEntries)
               "0000000000000002");
 }
 
+// The entries a sample's hex holds, read here independently of parse.
+std::vector<std::uint64_t> entries_of(const std::string& hex)
+{
+    std::vector<std::uint64_t> out;
+    for (std::size_t at = 16; at + 16 <= hex.size(); at += 16) {
+        std::uint64_t v = 0;
+        for (int byte = 0; byte < 8; ++byte)
+            v |= std::stoull(hex.substr(at + 2 * static_cast<std::size_t>(byte), 2), nullptr, 16) << (8 * byte);
+        out.push_back(v);
+    }
+    return out;
+}
+
+std::string hex_of(std::uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (int byte = 0; byte < 8; ++byte) {
+        const unsigned b = (v >> (8 * byte)) & 0xffu;
+        out += digits[b >> 4];
+        out += digits[b & 0xfu];
+    }
+    return out;
+}
+
+// holds starts its search near where an evenly spread hash would be: it must
+// answer as a search of the whole sample does, for entries spread evenly
+// (a builder's), bunched at one end, or few.
+void expect_excludes_as_a_full_search(const std::string& hex, const std::vector<std::uint64_t>& probes)
+{
+    const auto s = RowSample::parse(hex);
+    ASSERT_TRUE(s.has_value());
+    const std::vector<std::uint64_t> entries = entries_of(hex);
+    const std::uint64_t mask = s->modulus() - 1;
+    for (std::uint64_t lo : probes) {
+        const bool expected = (lo & mask) == 0 && !std::binary_search(entries.begin(), entries.end(), lo);
+        ASSERT_EQ(s->excludes(Digest128{7, lo}), expected) << "lo " << lo;
+    }
+}
+
+std::vector<std::uint64_t> probes_around(const std::vector<std::uint64_t>& entries, std::uint64_t mask)
+{
+    std::vector<std::uint64_t> probes = {0, ~mask, mask + 1};
+    for (std::uint64_t e : entries)
+        for (std::uint64_t p : {e, e - (mask + 1), e + (mask + 1), e + 1})
+            probes.push_back(p);
+    for (const Digest128& d : random_digests(20000, 11))
+        probes.push_back(d.lo & ~mask);
+    return probes;
+}
+
+TEST(RowSample, ExcludesAsAFullSearchWhereverTheEntriesLie)
+{
+    // A builder's: 4,096 or fewer hashes, spread evenly.
+    const std::string even = builder_of(random_digests(100000, 5), 0, 100000)->hex();
+    const auto parsed = RowSample::parse(even);
+    ASSERT_TRUE(parsed.has_value());
+    expect_excludes_as_a_full_search(even, probes_around(entries_of(even), parsed->modulus() - 1));
+    // Bunched: 3,000 small values and a few huge ones (modulus 1).
+    std::vector<std::uint64_t> bunched;
+    for (std::uint64_t v = 1; v <= 3000; ++v)
+        bunched.push_back(v * 3);
+    for (std::uint64_t v : {std::uint64_t{1} << 62, std::uint64_t{1} << 63, ~std::uint64_t{0}})
+        bunched.push_back(v);
+    std::string hex = "0100000000000000";
+    for (std::uint64_t v : bunched)
+        hex += hex_of(v);
+    expect_excludes_as_a_full_search(hex, probes_around(bunched, 0));
+    // One entry, and none.
+    expect_excludes_as_a_full_search("0100000000000000" + hex_of(42), probes_around({42}, 0));
+    expect_excludes_as_a_full_search("0100000000000000", probes_around({}, 0));
+}
+
+TEST(RowSample, ParseReadsEitherCaseOfHex)
+{
+    const auto lower = RowSample::parse(
+        "0100000000000000"
+        "abcdef0123456789");
+    const auto upper = RowSample::parse(
+        "0100000000000000"
+        "ABCDEF0123456789");
+    ASSERT_TRUE(lower.has_value());
+    ASSERT_TRUE(upper.has_value());
+    EXPECT_FALSE(lower->excludes(Digest128{0, 0x8967452301efcdab}));
+    EXPECT_FALSE(upper->excludes(Digest128{0, 0x8967452301efcdab}));
+    EXPECT_TRUE(upper->excludes(Digest128{0, 0x8967452301efcdac}));
+}
+
 TEST(RowSample, ParseRefusesWhatTheBuilderNeverWrites)
 {
     EXPECT_FALSE(RowSample::parse("").has_value());
