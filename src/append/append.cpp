@@ -368,8 +368,7 @@ void append(const pg::ResultSet& out, std::uint32_t target_oid, const BatchSourc
     }
     core::AppendSpec spec = plan_append(spi, target, src, options, key, indexes);
     spec.citus = citus.kind != CitusKind::kNone;
-    // Not on Citus: the workers' SQL objects are not looked at here.
-    spec.pairwise_images = sql_has(SqlFeature::kImagesEqual) && !spec.citus;
+    spec.pairwise_images = compares_images_pairwise(spec.citus);
     if (added.empty())
         lock_target(spi, target, arbiter);
     const std::optional<pg::Params> pruned = prune_to_batch(spi, spec, target, src.params, options);

@@ -73,6 +73,11 @@ bool sql_has(SqlFeature feature)
     return p.column != nullptr ? pg::column_exists("idem", p.table, p.column) : pg::relation_exists("idem", p.table);
 }
 
+bool compares_images_pairwise(bool citus)
+{
+    return !citus && sql_has(SqlFeature::kImagesEqual);
+}
+
 void require_sql(SqlFeature feature, const std::string& what)
 {
     if (sql_has(feature))

@@ -37,6 +37,11 @@ enum class SqlFeature {
 // cheap, and right again after an ALTER EXTENSION ... UPDATE in the session).
 bool sql_has(SqlFeature feature);
 
+// Whether merge, append and snapshot compare rows through idem._images_equal
+// (core/row_match.hpp): the installed SQL objects have it, and the target is
+// not on Citus, whose workers' SQL objects are not looked at here.
+bool compares_images_pairwise(bool citus);
+
 // 55000 "<what> needs the SQL objects of pg_idempotent <version>" with a
 // HINT to run ALTER EXTENSION pg_idempotent UPDATE, when they lack it.
 void require_sql(SqlFeature feature, const std::string& what);

@@ -298,8 +298,7 @@ core::MergeSpec plan_merge(const pg::Relation& target, const SourceShape& src, c
     spec.count_unchanged = unique_source && sql_has(SqlFeature::kConflictTally) && !spec.citus;
     if (spec.check_duplicates)
         spec.hash_keys = keys_hashable(target, key);
-    // Not on Citus: the workers' SQL objects are not looked at here.
-    spec.pairwise_images = sql_has(SqlFeature::kImagesEqual) && !spec.citus;
+    spec.pairwise_images = compares_images_pairwise(spec.citus);
     return spec;
 }
 

@@ -335,7 +335,7 @@ core::SnapshotSpec plan_snapshot(pg::SpiSession& spi, const pg::Relation& target
     spec.check_duplicates = spec.check_nulls;
     if (spec.check_duplicates)
         spec.hash_keys = keys_hashable(target, o.key);
-    spec.pairwise_images = sql_has(SqlFeature::kImagesEqual);
+    spec.pairwise_images = compares_images_pairwise(false);  // Citus targets are refused
     spec.stable_source = src.stable();
     spec.current_value = o.valid_to_current.has_value();
     const CurrentMark mark = current_mark(target, o.valid_to, o.valid_to_current);
