@@ -168,42 +168,62 @@ std::string RowSampleBuilder::hex() const
     return out;
 }
 
-std::optional<RowSample> RowSample::parse(const std::string& hex)
+std::optional<RowSample> RowSample::parse(const std::string& hex, std::uint64_t at_least)
 {
-    if (hex.size() < 16 || hex.size() % 16 != 0)
+    if (hex.size() < 16 || hex.size() % 16 != 0 || at_least == 0 || at_least > 256 || (at_least & (at_least - 1)) != 0)
         return std::nullopt;
     const auto modulus = get_u64_hex(hex, 0);
     if (!modulus || (*modulus & (*modulus - 1)) != 0)
         return std::nullopt;  // not a power of two (0 is 2^64)
+    const std::uint64_t mask = *modulus - 1;
+    // The low byte is the first two digits (little-endian): enough to skip
+    // an entry outside the narrower bucket.
+    const std::uint64_t skip_mask = (at_least - 1) & ~mask & 0xffu;
     RowSample sample;
-    sample.mask_ = *modulus - 1;
-    sample.entries_.reserve(hex.size() / 16 - 1);
+    sample.mask_ = mask | (at_least - 1);
+    sample.entries_.reserve((hex.size() / 16 - 1) / at_least + 16);
+    std::uint64_t previous = 0;
     for (std::size_t at = 16; at < hex.size(); at += 16) {
-        const auto e = get_u64_hex(hex, at);
-        if (!e || (*e & sample.mask_) != 0 || (!sample.entries_.empty() && *e <= sample.entries_.back()))
+        const int high = kHexValues.value[static_cast<unsigned char>(hex[at])];
+        const int low = kHexValues.value[static_cast<unsigned char>(hex[at + 1])];
+        if (high < 0 || low < 0)
             return std::nullopt;
+        if ((static_cast<std::uint64_t>(high * 16 + low) & skip_mask) != 0)
+            continue;
+        const auto e = get_u64_hex(hex, at);
+        if (!e || (*e & mask) != 0 || (at > 16 && *e <= previous))
+            return std::nullopt;
+        previous = *e;
         sample.entries_.push_back(*e);
     }
+    sample.index_entries();
     return sample;
+}
+
+void RowSample::index_entries()
+{
+    // As many ranges as entries (a power of two, at least 2, at most 2^16):
+    // hashes are spread evenly, so a range holds one entry on average.
+    unsigned bits = 1;
+    while (bits < 16 && (std::size_t{1} << bits) < entries_.size())
+        ++bits;
+    shift_ = 64 - bits;
+    starts_.assign((std::size_t{1} << bits) + 1, 0);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < starts_.size(); ++k) {
+        while (at < entries_.size() && (entries_[at] >> shift_) < k)
+            ++at;
+        starts_[k] = static_cast<std::uint32_t>(at);
+    }
 }
 
 bool RowSample::holds(std::uint64_t lo) const noexcept
 {
-    // The entries are hashes, spread evenly over 64 bits: lo's place among
-    // them is near lo / 2^64 of their count (within about its square root,
-    // 64 of 4,096), so the search starts in that window.
-    const std::size_t n = entries_.size();
-    if (n == 0)
-        return false;
-    constexpr std::size_t kRadius = 96;
-    // (lo / 2^32) * n / 2^32: no overflow below 2^32 entries.
-    const std::size_t guess = static_cast<std::size_t>(((lo >> 32) * n) >> 32);
-    const std::size_t low = guess > kRadius ? guess - kRadius : 0;
-    const std::size_t high = std::min(n, guess + kRadius + 1);
+    const std::size_t k = static_cast<std::size_t>(lo >> shift_);
     const std::uint64_t* e = entries_.data();
-    const bool in_window = (low == 0 || e[low] <= lo) && (high == n || e[high - 1] >= lo);
-    const std::uint64_t* found = in_window ? first_not_below(e + low, high - low, lo) : first_not_below(e, n, lo);
-    return found != e + n && *found == lo;
+    const std::uint64_t* last = e + starts_[k + 1];
+    const std::uint64_t* found = first_not_below(e + starts_[k], starts_[k + 1] - starts_[k], lo);
+    return found != last && *found == lo;
 }
 
 }  // namespace pg_idempotent::core

@@ -72,11 +72,23 @@ private:
 };
 
 // A sample read back, to test rows against.
+// The narrowest bucket a rerun tests its rows against (RowSample::parse):
+// one row in 16 at least.
+constexpr std::uint64_t kRerunCheckModulus = 16;
+
 class RowSample {
 public:
     // nullopt unless text is what RowSampleBuilder::hex() writes (a power-of-
     // two modulus, then ascending distinct entries, each in the bucket).
-    static std::optional<RowSample> parse(const std::string& hex);
+    //
+    // at_least (a power of two up to 256) narrows the bucket: the sample read
+    // keeps only the entries in the bucket of modulus max(the text's,
+    // at_least), a sample of the same multiset, as sound, and cheaper to read
+    // and to test against; entries outside it are skipped unread beyond
+    // their low byte. Below ~64k rows a builder's modulus is under 16, and a
+    // rerun paid more to read and search the whole sample than a changed
+    // rerun saves by stopping a few rows sooner.
+    static std::optional<RowSample> parse(const std::string& hex, std::uint64_t at_least = 1);
 
     std::uint64_t modulus() const noexcept { return mask_ + 1; }
     std::size_t size() const noexcept { return entries_.size(); }
@@ -87,9 +99,16 @@ public:
     bool excludes(const Digest128& row) const noexcept { return (row.lo & mask_) == 0 && !holds(row.lo); }
 
 private:
+    RowSample() = default;  // parse makes one, with its index
     bool holds(std::uint64_t lo) const noexcept;
+    void index_entries();
     std::vector<std::uint64_t> entries_;  // ascending
     std::uint64_t mask_ = 0;
+    // Where each range of the top bits of a hash starts among the entries:
+    // starts_[k] is the first entry whose top bits (e >> shift_) are k or
+    // more. About one entry per range, so holds reads one or two.
+    std::vector<std::uint32_t> starts_;
+    unsigned shift_ = 63;
 };
 
 }  // namespace pg_idempotent::core

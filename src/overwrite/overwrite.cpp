@@ -190,7 +190,7 @@ bool returns_preimage(pg::SpiSession& spi, const ConvertedQuery& converted, cons
 {
     const auto hasher = std::make_unique<core::RowHasher>();
     const std::optional<core::RowSample> sample =
-        preimage.sample.empty() ? std::nullopt : core::RowSample::parse(preimage.sample);
+        preimage.sample.empty() ? std::nullopt : core::RowSample::parse(preimage.sample, core::kRerunCheckModulus);
     core::MultisetDigest digest;
     bool stopped = false;
     pg::DigestTargets targets;

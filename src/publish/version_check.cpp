@@ -38,7 +38,7 @@ std::optional<CurrentSample> current_sample(pg::SpiSession& spi, const Dataset& 
     });
     if (r.rows.empty() || !r.rows[0][0] || !r.rows[0][1] || !r.rows[0][2])
         return std::nullopt;
-    std::optional<core::RowSample> sample = core::RowSample::parse(*r.rows[0][2]);
+    std::optional<core::RowSample> sample = core::RowSample::parse(*r.rows[0][2], core::kRerunCheckModulus);
     if (!sample)
         return std::nullopt;  // not one publish wrote: read the query to its end
     return CurrentSample{std::stoi(*r.rows[0][0]), std::stoull(*r.rows[0][1]), std::move(*sample)};

@@ -152,12 +152,14 @@ std::string hex_of(std::uint64_t v)
     return out;
 }
 
-// holds starts its search near where an evenly spread hash would be: it must
-// answer as a search of the whole sample does, for entries spread evenly
-// (a builder's), bunched at one end, or few.
-void expect_excludes_as_a_full_search(const std::string& hex, const std::vector<std::uint64_t>& probes)
+// holds searches the range of entries that the probe's top bits index: it
+// must answer as a search of the whole sample does, for entries spread
+// evenly (a builder's), bunched in one range, or few; and parse's at_least
+// keeps exactly the entries in the narrower bucket.
+void expect_excludes_as_a_full_search(const std::string& hex, const std::vector<std::uint64_t>& probes,
+                                      std::uint64_t at_least = 1)
 {
-    const auto s = RowSample::parse(hex);
+    const auto s = RowSample::parse(hex, at_least);
     ASSERT_TRUE(s.has_value());
     const std::vector<std::uint64_t> entries = entries_of(hex);
     const std::uint64_t mask = s->modulus() - 1;
@@ -198,6 +200,39 @@ TEST(RowSample, ExcludesAsAFullSearchWhereverTheEntriesLie)
     // One entry, and none.
     expect_excludes_as_a_full_search("0100000000000000" + hex_of(42), probes_around({42}, 0));
     expect_excludes_as_a_full_search("0100000000000000", probes_around({}, 0));
+}
+
+TEST(RowSample, ANarrowerBucketKeepsItsEntriesAndStaysSound)
+{
+    // 10,000 rows: a builder's modulus is 4 (2,500 entries or so).
+    const auto rows = random_digests(10000, 21);
+    const std::string hex = builder_of(rows, 0, rows.size())->hex();
+    const auto whole = RowSample::parse(hex);
+    const auto narrow = RowSample::parse(hex, 16);
+    ASSERT_TRUE(whole.has_value());
+    ASSERT_TRUE(narrow.has_value());
+    ASSERT_LT(whole->modulus(), 16u);
+    EXPECT_EQ(narrow->modulus(), 16u);
+    const std::vector<std::uint64_t> entries = entries_of(hex);
+    EXPECT_EQ(narrow->size(), static_cast<std::size_t>(std::count_if(entries.begin(), entries.end(),
+                                                                     [](std::uint64_t e) { return (e & 15u) == 0; })));
+    for (const auto& r : rows)
+        ASSERT_FALSE(narrow->excludes(r));
+    expect_excludes_as_a_full_search(hex, probes_around(entries, 0), 16);
+    // Other rows: excluded when in the narrower bucket, never outside it.
+    std::size_t excluded = 0;
+    for (const auto& r : random_digests(10000, 22)) {
+        ASSERT_EQ(narrow->excludes(r), (r.lo & 15u) == 0) << "lo " << r.lo;
+        excluded += narrow->excludes(r) ? 1 : 0;
+    }
+    EXPECT_GT(excluded, 400u);
+    // A modulus already wider than at_least is kept as it is.
+    const std::string wide = builder_of(random_digests(1000000, 23), 0, 1000000)->hex();
+    EXPECT_EQ(RowSample::parse(wide, 16)->modulus(), RowSample::parse(wide)->modulus());
+    EXPECT_EQ(RowSample::parse(wide, 16)->size(), RowSample::parse(wide)->size());
+    // at_least must be a power of two up to 256.
+    for (std::uint64_t bad : {0u, 3u, 512u})
+        EXPECT_FALSE(RowSample::parse(hex, bad).has_value()) << bad;
 }
 
 TEST(RowSample, ParseReadsEitherCaseOfHex)
