@@ -6,6 +6,7 @@
 #include "pg/guard.hpp"
 #include "pg/spi.hpp"
 #include "pg/spi_args.hpp"
+#include "pg/tuple_columns.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -339,27 +340,10 @@ std::vector<UniqueIndex> unique_indexes(std::uint32_t relation)
     return out;
 }
 
-std::vector<Column> describe_query(const std::string& sql, const Params& params)
+std::vector<Column> columns_of(TupleDesc desc)
 {
-    // Planned and described without running: the caller's query text is
-    // wrapped as a subquery with LIMIT 0.
-    SpiSession spi;
-    const std::string wrapped = "SELECT * FROM (" + sql + "\n) AS idem_source LIMIT 0";
-    const SpiArgs args = convert_params(params);
-    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(wrapped.c_str(), args.count, args.types); });
-    if (plan == nullptr)
-        throw UserError(sqlstate::kInternalError, "could not prepare the source query", {},
-                        "A bug in pg_idempotent: report it with the statement that raised it.");
     std::vector<Column> cols;
-    int natts = 0;
-    TupleDesc desc = pg_call([&]() noexcept {
-        const int rc = SPI_execute_plan(plan, args.values, args.nulls, false, 0);
-        if (rc != SPI_OK_SELECT)
-            elog(ERROR, "describing the source query failed: %s", SPI_result_code_string(rc));
-        return CreateTupleDescCopy(SPI_tuptable->tupdesc);
-    });
-    natts = desc->natts;
-    for (int i = 0; i < natts; ++i) {
+    for (int i = 0; i < desc->natts; ++i) {
         Form_pg_attribute att = TupleDescAttr(desc, i);
         Column col;
         col.name = NameStr(att->attname);
@@ -375,6 +359,27 @@ std::vector<Column> describe_query(const std::string& sql, const Params& params)
         });
         cols.push_back(std::move(col));
     }
+    return cols;
+}
+
+std::vector<Column> describe_query(const std::string& sql, const Params& params)
+{
+    // Planned and described without running: the caller's query text is
+    // wrapped as a subquery with LIMIT 0.
+    SpiSession spi;
+    const std::string wrapped = "SELECT * FROM (" + sql + "\n) AS idem_source LIMIT 0";
+    const SpiArgs args = convert_params(params);
+    SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(wrapped.c_str(), args.count, args.types); });
+    if (plan == nullptr)
+        throw UserError(sqlstate::kInternalError, "could not prepare the source query", {},
+                        "A bug in pg_idempotent: report it with the statement that raised it.");
+    TupleDesc desc = pg_call([&]() noexcept {
+        const int rc = SPI_execute_plan(plan, args.values, args.nulls, false, 0);
+        if (rc != SPI_OK_SELECT)
+            elog(ERROR, "describing the source query failed: %s", SPI_result_code_string(rc));
+        return CreateTupleDescCopy(SPI_tuptable->tupdesc);
+    });
+    std::vector<Column> cols = columns_of(desc);
     spi.finish();
     return cols;
 }

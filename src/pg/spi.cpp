@@ -7,6 +7,7 @@
 
 #include "pg/guard.hpp"
 #include "pg/spi_args.hpp"
+#include "pg/tuple_columns.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -426,7 +427,8 @@ std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
     return processed;
 }
 
-void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Params& params)
+void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Params& params,
+                           std::vector<Column>* columns)
 {
     connect();
     SpiArgs args = convert_params(params);
@@ -437,6 +439,14 @@ void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Pa
         throw UserError(sqlstate::kInvalidParameterValue, "query must be a single statement that returns rows",
                         "The query was: " + sql,
                         "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
+    }
+    if (columns) {
+        // A cursor plan is one statement that returns rows: its one plan
+        // source has their row type.
+        TupleDesc desc = pg_call([&]() noexcept {
+            return static_cast<CachedPlanSource*>(linitial(SPI_plan_get_plan_sources(plan)))->resultDesc;
+        });
+        *columns = columns_of(desc);
     }
     ParamListInfo list = to_param_list(args);
     const int rc = pg_call([&]() noexcept {

@@ -22,6 +22,8 @@ struct _DestReceiver;             // PostgreSQL's DestReceiver, opaque here
 
 namespace pg_idempotent::pg {
 
+struct Column;  // catalog.hpp
+
 // The result set of the set-returning SQL function being called. The entry
 // shim makes one of its call and hands it to the family, which fills it
 // (SpiSession::return_rows, return_text_rows) without meeting PostgreSQL's
@@ -120,8 +122,11 @@ public:
     // them in SPI's tuple table (streaming, constant memory). Caller SQL is
     // welcome here: UserError 22023 when it is not a single statement that
     // returns rows. (Feature code written against the executor uses it:
-    // pg_native/statement_digest.hpp.)
-    void send_rows(const std::string& sql, _DestReceiver* dest, const Params& params = {});
+    // pg_native/statement_digest.hpp.) columns: when given, set to the
+    // statement's result columns (as describe_query gives them) before the
+    // first row is sent, from the plan that runs.
+    void send_rows(const std::string& sql, _DestReceiver* dest, const Params& params = {},
+                   std::vector<Column>* columns = nullptr);
 
     // Runs a statement and returns its rows as the result set of the calling
     // set-returning function (materialize mode; column types must match).

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/digest.hpp"
 #include "pg/spi.hpp"
@@ -21,9 +22,10 @@ core::MultisetDigest digest_statement_rows(SpiSession& spi, const std::string& s
 
 // The same, into targets (targets.hasher and targets.digest must be set): a
 // second digest of columns sent side by side, an early stop
-// (digest_targets.hpp).
+// (digest_targets.hpp). columns: when given, set to the statement's result
+// columns (SpiSession::send_rows).
 void digest_statement_rows_into(SpiSession& spi, const std::string& sql, const DigestTargets& targets,
-                                const Params& params = {});
+                                const Params& params = {}, std::vector<Column>* columns = nullptr);
 
 // The digest text of the rows of a SELECT the extension built, with
 // column_count columns: computed by the aggregate idem._digest_agg when

@@ -16,7 +16,7 @@ Dataset resolve(pg::SpiSession& spi, const std::string& dataset)
                         "Name the dataset as schema.view, for example 'marts.revenue'.");
     // parse_ident understands quoting exactly as the parser does; a bare name
     // lands in the caller's current schema, like CREATE VIEW would.
-    auto r = spi.query(
+    auto r = spi.query_saved(
         "SELECT p[1], p[2], pg_catalog.array_length(p, 1)::pg_catalog.text, pg_catalog.current_schema()"
         " FROM pg_catalog.parse_ident($1) AS p",
         {Param::of_text(dataset)});

@@ -369,7 +369,7 @@ std::optional<int> same_as_current(pg::SpiSession& spi, const Dataset& d, const 
     });
     if (!same)
         return std::nullopt;
-    auto view = spi.query(
+    auto view = spi.query_saved(
         "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid::pg_catalog.text,"
         " (SELECT c.oid::pg_catalog.text FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $2)",
         {Param::of_text(d.qualified), Param::of_oid(*relation)});
@@ -589,7 +589,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     if (audit)
         pg::require_bound(*audit, params, "the audit");
     QueryCheck check = check_against_current(spi, d, query, params.values);
-    const std::string shape = shape_of(pg::describe_query(query, params.values));
+    const std::string shape = shape_of(check.columns);
     // The same content: a rerun publishes nothing (and records that).
     auto unchanged = [&](int same) {
         record_publish(spi, clock, "publish", d, same, "unchanged", static_cast<std::int64_t>(check.digest.count()),

@@ -61,7 +61,7 @@ QueryCheck check_against_current(pg::SpiSession& spi, const Dataset& d, const st
         targets.stopped = &out.differs;
         out.against = current->version;
     }
-    pg::digest_statement_rows_into(spi, query, targets, params);
+    pg::digest_statement_rows_into(spi, query, targets, params, &out.columns);
     return out;
 }
 

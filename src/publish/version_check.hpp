@@ -9,21 +9,25 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/digest.hpp"
+#include "pg/catalog.hpp"
 #include "pg/spi.hpp"
 #include "publish/dataset.hpp"
 
 namespace pg_idempotent {
 
 struct QueryCheck {
-    core::MultisetDigest digest;  // of every row, unless differs
-    bool differs = false;         // proven other content than version `against`
-    std::optional<int> against;   // the current version whose sample was used
+    core::MultisetDigest digest;      // of every row, unless differs
+    bool differs = false;             // proven other content than version `against`
+    std::optional<int> against;       // the current version whose sample was used
+    std::vector<pg::Column> columns;  // the query's result columns
 };
 
 // Hashes the query's rows (as the caller) against the current version's
-// sample, when it keeps one.
+// sample, when it keeps one; describes the query from the plan that runs
+// (no second planning of it for its shape).
 QueryCheck check_against_current(pg::SpiSession& spi, const Dataset& d, const std::string& query,
                                  const pg::Params& params);
 
