@@ -149,8 +149,9 @@ SELECT extversion FROM pg_extension WHERE extname = 'pg_idempotent';
 SELECT query_sample IS NULL AS no_sample_in_the_0_5_0_record FROM idem.written_units WHERE relid = 'ow_0707'::regclass;
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 7) g');
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 8) g');
+-- (Its sample: the modulus, 16, then the rows of its bucket, 8 bytes each.)
 SELECT query_digest = idem.checksum_query('SELECT ''2024-07-07''::date, g FROM generate_series(1, 8) g') AS preimage_kept,
-       length(query_sample) AS sample_bytes
+       get_byte(query_sample, 0) AS sample_modulus, length(query_sample) % 8 = 0 AS sample_whole_entries
   FROM idem.written_units WHERE relid = 'ow_0707'::regclass;
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 8) g');
 -- Every state table reads back exactly as before (and is not empty).

@@ -26,13 +26,19 @@
 
 namespace pg_idempotent::core {
 
-// Collects the sample of the rows it is given. It starts with every row in
-// the bucket (modulus 1) and doubles the modulus whenever the sample is full,
-// dropping the entries that leave the bucket, so it holds at most kCapacity
-// entries (32 kB), stored inline: it allocates nothing, and it can live in
-// memory PostgreSQL owns (an aggregate's state) without a destructor to run.
-// For n rows (n > kCapacity) it ends with between kCapacity / 4 and
-// kCapacity entries.
+// The narrowest bucket a sample holds and a rerun tests its rows against:
+// one row in 16. A finer one (a rerun of fewer than about 64k rows) cost an
+// identical rerun more, to store, read and search, than it saved a changed
+// rerun by stopping a few rows sooner.
+constexpr std::uint64_t kRerunCheckModulus = 16;
+
+// Collects the sample of the rows it is given. It starts with the bucket of
+// modulus kRerunCheckModulus and doubles the modulus whenever the sample is
+// full, dropping the entries that leave the bucket, so it holds at most
+// kCapacity entries (32 kB), stored inline: it allocates nothing, and it can
+// live in memory PostgreSQL owns (an aggregate's state) without a destructor
+// to run. For n rows (n > 16 kCapacity) it ends with between kCapacity / 4
+// and kCapacity entries.
 class RowSampleBuilder {
 public:
     static constexpr std::size_t kCapacity = 4096;
@@ -66,16 +72,12 @@ private:
     void make_room() noexcept;    // dedupes, then doubles the modulus if still full
     void keep_bucket() noexcept;  // drops the entries outside the bucket
 
-    std::uint64_t mask_ = 0;  // modulus - 1
+    std::uint64_t mask_ = kRerunCheckModulus - 1;  // modulus - 1
     std::size_t size_ = 0;
     std::uint64_t entries_[kCapacity];
 };
 
 // A sample read back, to test rows against.
-// The narrowest bucket a rerun tests its rows against (RowSample::parse):
-// one row in 16 at least.
-constexpr std::uint64_t kRerunCheckModulus = 16;
-
 class RowSample {
 public:
     // nullopt unless text is what RowSampleBuilder::hex() writes (a power-of-
@@ -85,9 +87,8 @@ public:
     // keeps only the entries in the bucket of modulus max(the text's,
     // at_least), a sample of the same multiset, as sound, and cheaper to read
     // and to test against; entries outside it are skipped unread beyond
-    // their low byte. Below ~64k rows a builder's modulus is under 16, and a
-    // rerun paid more to read and search the whole sample than a changed
-    // rerun saves by stopping a few rows sooner.
+    // their low byte (a sample written before kRerunCheckModulus, or by
+    // hand).
     static std::optional<RowSample> parse(const std::string& hex, std::uint64_t at_least = 1);
 
     std::uint64_t modulus() const noexcept { return mask_ + 1; }

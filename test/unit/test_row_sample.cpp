@@ -16,6 +16,7 @@
 namespace {
 
 using pg_idempotent::core::Digest128;
+using pg_idempotent::core::kRerunCheckModulus;
 using pg_idempotent::core::RowSample;
 using pg_idempotent::core::RowSampleBuilder;
 using pg_idempotent::test::random_digests;
@@ -36,17 +37,19 @@ RowSample sample_of(const std::vector<Digest128>& rows)
     return parsed.value_or(RowSample::parse("0100000000000000").value());
 }
 
-TEST(RowSample, FewRowsAreAllKept)
+TEST(RowSample, FewRowsKeepTheNarrowestBucketWhole)
 {
     const auto rows = random_digests(1000, 1);
     const RowSample s = sample_of(rows);
-    EXPECT_EQ(s.modulus(), 1u);
-    EXPECT_EQ(s.size(), 1000u);
+    EXPECT_EQ(s.modulus(), kRerunCheckModulus);
+    const auto in_bucket = [](const Digest128& r) { return (r.lo % kRerunCheckModulus) == 0; };
+    EXPECT_EQ(s.size(), static_cast<std::size_t>(std::count_if(rows.begin(), rows.end(), in_bucket)));
+    EXPECT_GT(s.size(), 30u);
     for (const auto& r : rows)
         EXPECT_FALSE(s.excludes(r));
-    // With modulus 1 every other row is in the bucket and absent.
+    // Every other row in the bucket is absent; none outside it is excluded.
     for (const auto& r : random_digests(1000, 2))
-        EXPECT_TRUE(s.excludes(r));
+        EXPECT_EQ(s.excludes(r), in_bucket(r)) << "lo " << r.lo;
 }
 
 TEST(RowSample, ManyRowsKeepABoundedSampleThatNeverExcludesOneOfThem)
@@ -85,25 +88,26 @@ TEST(RowSample, SoundInAnyOrder)
 
 TEST(RowSample, RepeatedRowsTakeOneEntry)
 {
-    const Digest128 row{0x1234, 0x5678};
+    const Digest128 row{0x1234, 0x5670};
     const auto s = RowSample::parse(builder_of(std::vector<Digest128>(100000, row), 0, 100000)->hex());
     ASSERT_TRUE(s.has_value());
-    EXPECT_EQ(s->modulus(), 1u);
+    EXPECT_EQ(s->modulus(), kRerunCheckModulus);
     EXPECT_EQ(s->size(), 1u);
     EXPECT_FALSE(s->excludes(row));
-    EXPECT_TRUE(s->excludes(Digest128{0x1234, 0x5679}));
+    EXPECT_TRUE(s->excludes(Digest128{0x1234, 0x5680}));
 }
 
 TEST(RowSample, RepeatsOfAFewRowsNeverHalveTheBucket)
 {
-    // Odd low halves: a halving before the repeats are merged would drop them.
-    const std::vector<Digest128> few{{1, 0x1001}, {2, 0x2003}, {3, 0x3005}};
+    // Low halves in the first bucket only (bit 4 set): a halving before the
+    // repeats are merged would drop them.
+    const std::vector<Digest128> few{{1, 0x1010}, {2, 0x2030}, {3, 0x3050}};
     std::vector<Digest128> rows;
     for (int i = 0; i < 60000; ++i)
         rows.push_back(few[static_cast<std::size_t>(i) % few.size()]);
     const auto s = RowSample::parse(builder_of(rows, 0, rows.size())->hex());
     ASSERT_TRUE(s.has_value());
-    EXPECT_EQ(s->modulus(), 1u);
+    EXPECT_EQ(s->modulus(), kRerunCheckModulus);
     EXPECT_EQ(s->size(), 3u);
     for (const auto& r : few)
         EXPECT_FALSE(s->excludes(r));
@@ -112,18 +116,19 @@ TEST(RowSample, RepeatsOfAFewRowsNeverHalveTheBucket)
 TEST(RowSample, EmptyMultisetExcludesEveryRow)
 {
     const std::string empty = builder_of({}, 0, 0)->hex();
-    EXPECT_EQ(empty, "0100000000000000");
+    EXPECT_EQ(empty, "1000000000000000");
     const auto s = RowSample::parse(empty);
     ASSERT_TRUE(s.has_value());
-    EXPECT_TRUE(s->excludes(Digest128{1, 2}));
+    EXPECT_TRUE(s->excludes(Digest128{1, 0x20}));
+    EXPECT_FALSE(s->excludes(Digest128{1, 0x21}));  // outside the bucket
 }
 
 TEST(RowSample, HexIsLittleEndianModulusThenAscendingEntries)
 {
-    const auto b = builder_of({Digest128{0, 0x0200000000000000}, Digest128{0, 0x01}}, 0, 2);
+    const auto b = builder_of({Digest128{0, 0x0200000000000000}, Digest128{0, 0x10}, Digest128{0, 0x11}}, 0, 3);
     EXPECT_EQ(b->hex(),
-              "0100000000000000"
-              "0100000000000000"
+              "1000000000000000"
+              "1000000000000000"
               "0000000000000002");
 }
 
@@ -204,9 +209,18 @@ TEST(RowSample, ExcludesAsAFullSearchWhereverTheEntriesLie)
 
 TEST(RowSample, ANarrowerBucketKeepsItsEntriesAndStaysSound)
 {
-    // 10,000 rows: a builder's modulus is 4 (2,500 entries or so).
+    // A sample of 10,000 rows in the bucket of modulus 4 (2,500 entries or
+    // so), as builders wrote before kRerunCheckModulus.
     const auto rows = random_digests(10000, 21);
-    const std::string hex = builder_of(rows, 0, rows.size())->hex();
+    std::vector<std::uint64_t> fine;
+    for (const auto& r : rows)
+        if ((r.lo & 3u) == 0)
+            fine.push_back(r.lo);
+    std::sort(fine.begin(), fine.end());
+    fine.erase(std::unique(fine.begin(), fine.end()), fine.end());
+    std::string hex = "0400000000000000";
+    for (std::uint64_t e : fine)
+        hex += hex_of(e);
     const auto whole = RowSample::parse(hex);
     const auto narrow = RowSample::parse(hex, 16);
     ASSERT_TRUE(whole.has_value());
