@@ -12,9 +12,9 @@
 #
 # A slope divides two runs made minutes apart, and this machine changes
 # speed between minutes (bench/README.md): one run per size, the sizes one
-# after the other, put slopes of 0.87 to 1.14 on the same code. So every
-# size's tables are loaded first, each case runs at every size in turn
-# (the sizes side by side in time), BENCH_GROWTH_ROUNDS times (2), and
+# after the other, gave the same code slopes on either side of the goal. So
+# every size's tables are loaded first, each case runs at every size in
+# turn (the sizes side by side in time), BENCH_GROWTH_ROUNDS times (2), and
 # every run starts from a CHECKPOINT, not from the dirty pages of the case
 # before it; the time kept is the best round's, the memory the largest.
 

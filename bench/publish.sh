@@ -329,9 +329,9 @@ report "EXPLAIN's own execution time of that first call: $(for size in "${pub_si
 
 # Its time: the republish against the query alone and one checksum of it.
 # The goals' comparisons (this one and section 3's) time statements of 1 to
-# 10 ms at 10k rows, where one round is inside this machine's noise (in 7
-# rounds the republish of 10k rows took 0.95 to 1.29 ms, median 1.16): they
-# take at least 15 rounds (BENCH_PUBLISH_TIME_ROUNDS).
+# 10 ms at 10k rows, where one round is inside this machine's noise
+# (bench/README.md, issue 45): they take at least 15 rounds
+# (BENCH_PUBLISH_TIME_ROUNDS).
 pub_saved_rounds=$BENCH_ROUNDS
 BENCH_ROUNDS=${BENCH_PUBLISH_TIME_ROUNDS:-$(( BENCH_ROUNDS > 15 ? BENCH_ROUNDS : 15 ))}
 declare -A same_ratio=()
