@@ -308,7 +308,7 @@ keys_percall_report \
     row_pk "idem.keys' 13 columns and row (now(), pg_current_xact_id()), primary key (scope, key) only" \
     row_age "+ the age index \`keys_age\` on COALESCE(completed_at, claimed_at)" \
     full "+ the CHECK on state: all of idem.keys (\`bare_full\`)" \
-    claim "\`idem.claim\`: + the function call and the checks (the row inserted without SPI, src/pg_native/key_row_insert.cpp)"
+    claim "\`idem.claim\`: + the function call and the checks (the row inserted without SPI, src/pg_native/key_row_insert.cpp; the executor state built once per transaction, src/pg_native/target_cache.hpp)"
 
 # Duplicates: every call hits a key an earlier transaction claimed.
 keys_dup_preload_sql() {

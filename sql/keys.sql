@@ -300,3 +300,67 @@ ALTER TABLE idem.keys DROP CONSTRAINT kp_short;
 DELETE FROM idem.keys WHERE scope = 'pinned';
 DROP SCHEMA kp_evil CASCADE;
 DROP FUNCTION public.kp_short_key(text);
+
+-- claim keeps its executor state for the transaction's next claim
+-- (src/pg_native/target_cache.hpp), holding nothing between calls: no lock
+-- on the indexes (the executor releases those after each statement) and no
+-- reference that would make DDL of the same transaction fail as "in use".
+BEGIN;
+SELECT idem.claim('kc1', 'cache') AS kc1;
+SELECT count(*) AS index_locks_held FROM pg_locks
+ WHERE pid = pg_backend_pid() AND relation IN ('idem.keys_pkey'::regclass, 'idem.keys_age'::regclass);
+-- An index made after the first claim is maintained by the next one.
+CREATE INDEX keys_cache_probe ON idem.keys ((key || '!'));
+SELECT idem.claim('kc2', 'cache') AS kc2;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT key FROM idem.keys WHERE key || '!' = 'kc2!';
+SELECT key FROM idem.keys WHERE key || '!' = 'kc2!';
+-- A column added: the SQL path claims (the direct one knows the released
+-- columns only); dropped again: the direct path, and the row is whole.
+ALTER TABLE idem.keys ADD COLUMN kc_note text;
+SELECT idem.claim('kc3', 'cache') AS kc3;
+ALTER TABLE idem.keys DROP COLUMN kc_note;
+SELECT idem.claim('kc4', 'cache') AS kc4, idem.claim('kc4', 'cache') AS kc4_again;
+-- TRUNCATE in the same transaction (a new file for the table and its
+-- indexes), then claims into the empty table.
+TRUNCATE idem.keys;
+SELECT idem.claim('kc1', 'cache') AS kc1_after_truncate, idem.claim('kc5', 'cache') AS kc5;
+SELECT key, state, claimed_by = pg_current_xact_id() AS mine FROM idem.keys ORDER BY key;
+ROLLBACK;
+SELECT count(*) AS cache_keys_after_rollback FROM idem.keys WHERE scope = 'cache';
+-- A claim that fails inside a savepoint (here a CHECK refuses its row,
+-- after the conflict check): the claims after it, in the same transaction,
+-- build their state again and write whole rows; a savepoint rolled back
+-- takes its claim with it.
+BEGIN;
+ALTER TABLE idem.keys ADD CONSTRAINT kc_no_bad CHECK (key NOT LIKE 'bad%');
+DO $$
+BEGIN
+    FOR i IN 1..3 LOOP
+        PERFORM idem.claim('ok' || i, 'cache');
+        BEGIN
+            PERFORM idem.claim('bad' || i, 'cache');
+        EXCEPTION WHEN check_violation THEN
+            RAISE NOTICE 'bad% refused: %', i, SQLERRM;
+        END;
+    END LOOP;
+END $$;
+SAVEPOINT s;
+SELECT idem.claim('rolled_back', 'cache') AS in_savepoint;
+ROLLBACK TO SAVEPOINT s;
+SELECT idem.claim('rolled_back', 'cache') AS after_rollback_to, idem.claim('ok1', 'cache') AS ok1_again;
+SELECT key, state, claimed_at = now() AS claimed_now, claimed_by = pg_current_xact_id() AS mine
+  FROM idem.keys WHERE scope = 'cache' ORDER BY key;
+ROLLBACK;
+-- Many claims in one transaction: every row written, the primary key and
+-- the age index each holding all of them.
+BEGIN;
+DO $$ BEGIN FOR i IN 1..2000 LOOP PERFORM idem.claim('many' || i, 'cache'); END LOOP; END $$;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM idem.keys WHERE scope = 'cache' AND key LIKE 'many%';
+SELECT count(*) AS by_primary_key FROM idem.keys WHERE scope = 'cache' AND key LIKE 'many%';
+EXPLAIN (COSTS OFF) SELECT count(*) FROM idem.keys WHERE COALESCE(completed_at, claimed_at) >= now();
+SELECT count(*) AS by_age_index FROM idem.keys WHERE COALESCE(completed_at, claimed_at) >= now();
+ROLLBACK;

@@ -21,6 +21,7 @@
 #include "pg_native/images_equal.hpp"
 #include "pg_native/jsonb_same.hpp"
 #include "pg_native/repeat_aggregate.hpp"
+#include "pg_native/target_cache_setup.hpp"
 #include "proof/assert_rerun_safe.hpp"
 #include "proof/checksum.hpp"
 #include "publish/hold.hpp"
@@ -60,6 +61,7 @@ void _PG_init(void)
     pg::define_settings();
     pg::register_transaction_callbacks();
     pg::register_grant_invalidation();
+    pg::register_target_cache();
     pg::install_statement_hiding();
 }
 

@@ -128,7 +128,7 @@ void read_existing(const InsertTarget& t, const KeyClaim& claim, MemoryContext c
         out->same_key = VARSIZE_ANY_EXHDR(stored_key) == claim.key.size() &&
                         std::memcmp(VARDATA_ANY(stored_key), claim.key.data(), claim.key.size()) == 0;
     }
-    MemoryContextSwitchTo(t.estate->es_query_cxt);
+    MemoryContextSwitchTo(t.call);
 }
 
 // The next fencing token, as nextval('idem.key_tokens') (run as the

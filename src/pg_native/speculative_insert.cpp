@@ -3,13 +3,16 @@
 #include <cstring>
 
 #include "pg/compat.hpp"
+#include "pg_native/target_cache.hpp"
 
 extern "C" {
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am_d.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
@@ -122,43 +125,160 @@ bool checks_call_user_functions(Relation rel)
 
 }  // namespace
 
+namespace {
+
+// Whether the table is one the direct insert may write (a plain table, no
+// triggers or row security), its columns mapped to the specs in *at.
+bool plain_target(Relation rel, const TargetKey& key, int* at)
+{
+    return rel->rd_rel->relkind == RELKIND_RELATION && rel->trigdesc == nullptr && !rel->rd_rel->relrowsecurity &&
+           map_columns(RelationGetDescr(rel), key.specs, key.n, key.allow_defaults, at);
+}
+
+// Whether every index is a btree: another access method may keep state
+// for the inserts of one statement (IndexInfo's ii_AmCache, ended by
+// index_insert_cleanup), which a cached IndexInfo would carry over.
+bool only_btrees(const ResultRelInfo* rri)
+{
+    for (int i = 0; i < rri->ri_NumIndices; ++i) {
+        if (rri->ri_IndexRelationDescs[i]->rd_rel->relam != BTREE_AM_OID)
+            return false;
+    }
+    return true;
+}
+
+// The entry's executor state for rel, the indexes opened (for this call);
+// false when the direct insert may not write the table (nothing open).
+bool build_target(CachedTarget* e, Relation rel)
+{
+    if (!plain_target(rel, e->key, e->at))
+        return false;
+    e->rel = rel;
+    e->calls_user_functions = checks_call_user_functions(rel);
+    MemoryContext const caller = MemoryContextSwitchTo(e->memory);
+    e->estate = CreateExecutorState();
+    MemoryContextSwitchTo(e->estate->es_query_cxt);
+    compat::init_insert_range_table(e->estate, e->key.relid, rel->rd_rel->relkind, RowExclusiveLock);
+    e->rri = makeNode(ResultRelInfo);
+    InitResultRelInfo(e->rri, rel, 1, nullptr, 0);
+    ExecOpenIndices(e->rri, true);
+    e->arbiters = arbiter_indexes(e->rri, static_cast<AttrNumber>(e->at[e->key.a] + 1),
+                                  static_cast<AttrNumber>(e->at[e->key.b] + 1));
+    if (e->arbiters == NIL) {
+        ExecCloseIndices(e->rri);
+        MemoryContextSwitchTo(caller);
+        return false;
+    }
+    e->keep = only_btrees(e->rri);
+    e->index_oids = static_cast<Oid*>(palloc(sizeof(Oid) * (e->rri->ri_NumIndices + 1)));
+    for (int i = 0; i < e->rri->ri_NumIndices; ++i)
+        e->index_oids[i] = RelationGetRelid(e->rri->ri_IndexRelationDescs[i]);
+    e->nindexes = e->rri->ri_NumIndices;
+    // A copy of the descriptor (no reference count): a slot pins a counted
+    // one with the resource owner of the moment, and this one outlives it.
+    // With its constraints: a column's missing value (ADD COLUMN ... DEFAULT)
+    // is read from them for the rows written before it.
+    TupleDesc desc = CreateTupleDescCopyConstr(RelationGetDescr(rel));
+    e->slot = ExecInitExtraTupleSlot(e->estate, desc, table_slot_callbacks(rel));
+    e->found = ExecInitExtraTupleSlot(e->estate, desc, table_slot_callbacks(rel));
+    MemoryContextSwitchTo(caller);
+    return true;
+}
+
+// The cached entry's indexes opened again for this call, if the relcache
+// hands back the relations it was built with; else false, nothing open.
+bool reopen_target(CachedTarget* e, Relation rel)
+{
+    if (e->rel != rel)
+        return false;
+    for (int i = 0; i < e->rri->ri_NumIndices; ++i) {
+        Relation opened = index_open(e->index_oids[i], RowExclusiveLock);
+        if (opened != e->rri->ri_IndexRelationDescs[i]) {
+            index_close(opened, RowExclusiveLock);
+            for (int j = 0; j < i; ++j)
+                index_close(e->rri->ri_IndexRelationDescs[j], RowExclusiveLock);
+            return false;
+        }
+    }
+    return true;
+}
+
+// As ExecCloseIndices: the indexes closed and their locks released.
+void close_indexes(CachedTarget* e)
+{
+    if (!e->keep) {
+        ExecCloseIndices(e->rri);
+        return;
+    }
+    for (int i = 0; i < e->rri->ri_NumIndices; ++i)
+        index_close(e->rri->ri_IndexRelationDescs[i], RowExclusiveLock);
+}
+
+// The call is done with the entry (its indexes closed): kept for the next
+// call, or, when it may not serve one, dropped.
+void end_use(CachedTarget* e)
+{
+    if (e->keep)
+        release_target(e);
+    else
+        drop_target(e);
+}
+
+// The entry's executor state for this call: the cached one, or built.
+CachedTarget* target_for_call(const TargetKey& key, Relation rel)
+{
+    CachedTarget* e = cached_target(key);
+    if (e != nullptr && reopen_target(e, rel))
+        return e;
+    if (e != nullptr)
+        drop_target(e);
+    e = new_target(key);
+    if (build_target(e, rel))
+        return e;
+    drop_target(e);
+    return nullptr;
+}
+
+}  // namespace
+
 bool open_target(Oid relid, const ColumnSpec* specs, int n, bool allow_defaults, int a, int b, InsertTarget* t)
 {
-    MemoryContext const caller = CurrentMemoryContext;
-    t->rel = table_open(relid, RowExclusiveLock);
-    if (t->rel->rd_rel->relkind != RELKIND_RELATION || t->rel->trigdesc != nullptr || t->rel->rd_rel->relrowsecurity ||
-        !map_columns(RelationGetDescr(t->rel), specs, n, allow_defaults, t->at) ||
-        (!t->search_path_pinned && checks_call_user_functions(t->rel))) {
-        table_close(t->rel, NoLock);
+    const TargetKey key{relid, specs, n, allow_defaults, a, b};
+    Relation rel = table_open(relid, RowExclusiveLock);
+    CachedTarget* e = target_for_call(key, rel);
+    if (e != nullptr && e->calls_user_functions && !t->search_path_pinned) {
+        close_indexes(e);
+        end_use(e);
+        e = nullptr;
+    }
+    if (e == nullptr) {
+        table_close(rel, NoLock);
         return false;
     }
-    t->estate = CreateExecutorState();
-    MemoryContextSwitchTo(t->estate->es_query_cxt);
-    compat::init_insert_range_table(t->estate, relid, t->rel->rd_rel->relkind, RowExclusiveLock);
-    t->rri = makeNode(ResultRelInfo);
-    InitResultRelInfo(t->rri, t->rel, 1, nullptr, 0);
-    ExecOpenIndices(t->rri, true);
-    t->arbiters = arbiter_indexes(t->rri, static_cast<AttrNumber>(t->at[a] + 1), static_cast<AttrNumber>(t->at[b] + 1));
-    if (t->arbiters == NIL) {
-        ExecCloseIndices(t->rri);
-        MemoryContextSwitchTo(caller);
-        FreeExecutorState(t->estate);
-        table_close(t->rel, NoLock);
-        return false;
-    }
-    TupleDesc desc = RelationGetDescr(t->rel);
-    t->slot = ExecInitExtraTupleSlot(t->estate, desc, table_slot_callbacks(t->rel));
-    t->found = ExecInitExtraTupleSlot(t->estate, desc, table_slot_callbacks(t->rel));
+    use_target(e);
+    t->rel = rel;
+    std::memcpy(t->at, e->at, sizeof(int) * n);
+    t->estate = e->estate;
+    t->rri = e->rri;
+    t->arbiters = e->arbiters;
+    t->slot = e->slot;
+    t->found = e->found;
+    t->call = e->call;
+    t->cache = e;
+    MemoryContextSwitchTo(e->call);
     return true;
 }
 
 void close_target(MemoryContext caller, InsertTarget* t)
 {
-    ExecCloseIndices(t->rri);
-    ExecResetTupleTable(t->estate->es_tupleTable, false);
+    CachedTarget* e = t->cache;
+    ExecClearTuple(t->slot);
+    ExecClearTuple(t->found);
+    ResetPerTupleExprContext(t->estate);
+    close_indexes(e);
     MemoryContextSwitchTo(caller);
-    FreeExecutorState(t->estate);
     table_close(t->rel, NoLock);
+    end_use(e);
 }
 
 void clear_row(InsertTarget* t)

@@ -34,8 +34,11 @@ struct ColumnSpec {
 // the predicate locks), read-only, in parallel mode, without a snapshot.
 Oid table_for_direct_insert(const char* table);
 
+struct CachedTarget;
+
 // The table opened and executor state of one result relation, as logical
-// replication's apply worker builds it (no plan).
+// replication's apply worker builds it (no plan); the executor state is
+// kept for the transaction's next call (target_cache.hpp).
 struct InsertTarget {
     Relation rel = nullptr;
     int* at = nullptr;  // index into the tuple descriptor of each ColumnSpec
@@ -44,6 +47,8 @@ struct InsertTarget {
     List* arbiters = NIL;
     TupleTableSlot* slot = nullptr;   // the row to insert
     TupleTableSlot* found = nullptr;  // the row already there
+    MemoryContext call = nullptr;     // this call's allocations, until close_target
+    CachedTarget* cache = nullptr;
     // Set by the caller before open_target: whether it pinned search_path
     // (pg::as_extension_owner). Unpinned, a table whose CHECK constraints
     // call a function that is not built in is not opened: such a function
@@ -52,15 +57,20 @@ struct InsertTarget {
     bool search_path_pinned = false;
 };
 
-// Opens the table and maps its columns (t->at, n entries) to the specs,
-// then starts the executor with the arbiters ON CONFLICT (specs[a],
-// specs[b]) would infer, the executor's memory context left current. False
-// (everything released, caller current) when the table is not a plain one
-// with exactly these columns (none an identity or generated; defaults
-// allowed only with allow_defaults), has triggers or row security, a CHECK
-// that calls a function not built in while search_path is not pinned, or
-// no such arbiter (or a deferrable one).
+// Opens the table and its indexes and maps its columns (t->at, n entries)
+// to the specs, with the executor state for the arbiters ON CONFLICT
+// (specs[a], specs[b]) would infer: this transaction's cached one when the
+// relcache still hands back the same relations, else built. The call's
+// memory context (t->call) is left current. False (everything released,
+// caller current) when the table is not a plain one with exactly these
+// columns (none an identity or generated; defaults allowed only with
+// allow_defaults), has triggers or row security, a CHECK that calls a
+// function not built in while search_path is not pinned, or no such
+// arbiter (or a deferrable one).
 bool open_target(Oid relid, const ColumnSpec* specs, int n, bool allow_defaults, int a, int b, InsertTarget* t);
+// Ends the call: the slots emptied, the indexes and the table closed (the
+// table's lock kept, as the executor keeps it), the call's memory freed and
+// the caller's context current; the executor state stays cached.
 void close_target(MemoryContext caller, InsertTarget* t);
 
 // The slot emptied (every column NULL), and one column set.
