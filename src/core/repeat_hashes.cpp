@@ -1,7 +1,8 @@
 #include "core/repeat_hashes.hpp"
 
-#include <algorithm>
 #include <cstring>
+
+#include "core/hash_sort.hpp"
 
 namespace pg_idempotent::core {
 
@@ -49,7 +50,7 @@ void RepeatHashes::finish()
     if (!known_ || finished_)
         return;
     finished_ = true;
-    std::sort(hashes_, hashes_ + count_);
+    sort_hashes(hashes_, count_);
     // The repeated hashes, each once, moved to the front of the array.
     std::size_t out = 0;
     for (std::size_t i = 1; i < count_; ++i) {
