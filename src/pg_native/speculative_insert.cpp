@@ -156,8 +156,6 @@ bool build_target(CachedTarget* e, Relation rel)
     e->rel = rel;
     e->calls_user_functions = checks_call_user_functions(rel);
     MemoryContext const caller = MemoryContextSwitchTo(e->memory);
-    e->estate = CreateExecutorState();
-    MemoryContextSwitchTo(e->estate->es_query_cxt);
     compat::init_insert_range_table(e->estate, e->key.relid, rel->rd_rel->relkind, RowExclusiveLock);
     e->rri = makeNode(ResultRelInfo);
     InitResultRelInfo(e->rri, rel, 1, nullptr, 0);

@@ -2,6 +2,7 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "executor/executor.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -80,12 +81,18 @@ void drop_at(int i)
     g_stale[i] = false;
 }
 
+// The entry lives in its executor state's memory (es_query_cxt), made
+// under parent: one context for the transaction, and one for each call.
 CachedTarget* make_entry(const TargetKey& key, MemoryContext parent, bool cached)
 {
-    MemoryContext memory = AllocSetContextCreate(parent, "pg_idempotent insert target", ALLOCSET_DEFAULT_SIZES);
+    MemoryContext const caller = MemoryContextSwitchTo(parent);
+    EState* estate = CreateExecutorState();
+    MemoryContextSwitchTo(caller);
+    MemoryContext memory = estate->es_query_cxt;
     auto* entry = static_cast<CachedTarget*>(MemoryContextAllocZero(memory, sizeof(CachedTarget)));
     entry->key = key;
     entry->memory = memory;
+    entry->estate = estate;
     entry->call = AllocSetContextCreate(memory, "pg_idempotent insert call", ALLOCSET_DEFAULT_SIZES);
     entry->at = static_cast<int*>(MemoryContextAllocZero(memory, sizeof(int) * key.n));
     entry->cached = cached;

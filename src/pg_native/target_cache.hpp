@@ -37,7 +37,8 @@ struct TargetKey {
 
 struct CachedTarget {
     TargetKey key;
-    MemoryContext memory;  // everything below; a child of TopTransactionContext
+    MemoryContext memory;  // everything below: the executor state's own
+                           // (es_query_cxt), a child of TopTransactionContext
     MemoryContext call;    // one call's allocations, reset when it ends
     Relation rel;          // as the relcache handed it when built
     int nindexes;
