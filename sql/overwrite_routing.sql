@@ -35,14 +35,27 @@ SELECT rt_locks('rt_range');
 COMMIT;
 
 -- With a DEFAULT partition, only it would take a value no other bound
--- holds. A swap locks it too: ATTACH PARTITION checks that none of its rows
--- belong to the new partition (PostgreSQL's rule, docs/overwrite.md).
+-- holds. A swap replaces the partition's storage and keeps its bound: it
+-- locks neither the DEFAULT partition nor the parent beyond a reader's lock
+-- (the ShareLock on the day is the rebuild of its indexes, under the
+-- ACCESS EXCLUSIVE lock). A swap with keep_old detaches the partition and
+-- attaches a new table: it locks the parent ACCESS EXCLUSIVE, and the
+-- DEFAULT partition too, because ATTACH PARTITION checks that none of its
+-- rows belong to the new partition (PostgreSQL's rule, docs/overwrite.md).
 CREATE TABLE rt_range_other PARTITION OF rt_range DEFAULT;
 SELECT show_error($$SELECT * FROM idem.overwrite_partition('rt_range', '2024-07-31'::date, 'SELECT ''2024-07-31''::date, 1')$$);
 BEGIN;
 SELECT action FROM idem.overwrite_partition('rt_range', '2024-07-09'::date, 'SELECT ''2024-07-09''::date, g FROM generate_series(1, 5) g', mode => 'swap');
 SELECT rt_locks('rt_range');
+SELECT string_agg(mode, ', ' ORDER BY mode) AS parent_locks FROM pg_locks
+ WHERE pid = pg_backend_pid() AND locktype = 'relation' AND relation = 'rt_range'::regclass;
 COMMIT;
+BEGIN;
+SELECT action FROM idem.overwrite_partition('rt_range', '2024-07-09'::date, 'SELECT ''2024-07-09''::date, g FROM generate_series(1, 6) g', mode => 'swap', keep_old => true);
+SELECT rt_locks('rt_range');
+SELECT string_agg(mode, ', ' ORDER BY mode) AS parent_locks FROM pg_locks
+ WHERE pid = pg_backend_pid() AND locktype = 'relation' AND relation = 'rt_range'::regclass;
+ROLLBACK;
 
 -- A timestamp key in a session whose zone abbreviation reads back as
 -- another zone (IST is Israel's by default): the value is found all the same.

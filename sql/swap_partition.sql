@@ -395,7 +395,8 @@ DROP ROLE sw_stats_owner;
 DROP FUNCTION sw_layout(regclass);
 DROP TABLESPACE sw_space;
 
--- What a swap cannot carry is refused before any work (0A000 naming it),
+-- What a swap that detaches (swap_partition, or overwrite_partition with
+-- keep_old) cannot carry is refused before any work (0A000 naming it),
 -- unless accept_losses => true (issue 43): 0.8.0 lost these silently.
 -- Privileges another role granted, and an explicit membership in a
 -- publication whose owner's privileges the caller (the tables' owner, not a
@@ -418,7 +419,14 @@ RESET client_min_messages;
 ALTER PUBLICATION sw_pub OWNER TO sw_publisher;
 SET ROLE sw_owner;
 SELECT show_error($$SELECT * FROM idem.overwrite_partition('sw_loss', '2024-07-07'::date,
-  $q$SELECT '2024-07-07'::date AS day, 'b' AS store, 2 AS amount$q$, mode => 'swap')$$);
+  $q$SELECT '2024-07-07'::date AS day, 'b' AS store, 2 AS amount$q$, mode => 'swap', keep_old => true)$$);
+-- Without keep_old, overwrite_partition's swap replaces the partition's
+-- storage: the partition itself stays, and with it the membership.
+SELECT action, row_count FROM idem.overwrite_partition('sw_loss', '2024-07-07'::date,
+  $q$SELECT '2024-07-07'::date AS day, 'b' AS store, 2 AS amount$q$, mode => 'swap');
+SELECT (SELECT string_agg(p.pubname, ', ') FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+         WHERE r.prrelid = 'sw_loss_0707'::regclass) AS publications,
+       (SELECT string_agg(store, ', ') FROM sw_loss) AS stores;
 GRANT SELECT ON sw_loss_0707 TO sw_granter WITH GRANT OPTION;
 RESET ROLE;
 GRANT USAGE ON SCHEMA public TO sw_granter;

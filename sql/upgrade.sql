@@ -127,12 +127,13 @@ SELECT query_digest = idem.checksum_query('SELECT ''2024-07-07''::date, g FROM g
 SELECT count(*) AS sample_column_yet FROM pg_attribute
  WHERE attrelid = 'idem.written_units'::regclass AND attname = 'query_sample';
 SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, g FROM generate_series(1, 7) g');
--- A swap carries the partition's grants, policies and comments over with
--- functions of 0.8.0's SQL: before the update it is refused, clearly, and
--- changes nothing.
+-- A swap that detaches (swap_partition, overwrite_partition with keep_old)
+-- carries the partition's grants, policies and comments over with functions
+-- of 0.8.0's SQL: before the update it is refused, clearly, and changes
+-- nothing. (A swap without keep_old keeps the partition and needs none.)
 CREATE TABLE ow_stage (LIKE ow);
 SELECT idem.swap_partition('ow_0707', 'ow_stage');
-SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 1', mode => 'swap');
+SELECT * FROM idem.overwrite_partition('ow', '2024-07-07'::date, 'SELECT ''2024-07-07''::date, 1', mode => 'swap', keep_old => true);
 SELECT count(*) AS rows_kept FROM ow_0707;
 DROP TABLE ow_stage;
 -- Before 0.8.0's SQL a lease has no token: a leased claim, save_point and

@@ -339,14 +339,24 @@ SELECT age(relfrozenxid) < age(w.row_xmin) AS relfrozenxid_passed_the_writer
 SELECT wu_rerun() AS trusted_after_freeze;
 SELECT wu_rerun() AS then_skips;
 
--- Mode 'swap': the record follows the new partition; the old one's goes.
+-- Mode 'swap': the partition keeps its OID (its storage is replaced), and
+-- its one record now holds the new rows.
 UPDATE wu_src SET v = 'swapped' WHERE id = 7;
 SELECT oid AS old_partition FROM pg_class WHERE oid = 'wu_0707'::regclass \gset
 SELECT * FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src', mode => 'swap');
+SELECT 'wu_0707'::regclass::oid = :old_partition AS same_partition, count(*) AS records,
+       bool_and(digest = idem.checksum('wu_0707')) AS digest_is_the_partitions
+  FROM idem.written_units WHERE relid = 'wu_0707'::regclass;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_after_swap;
+-- With keep_old the new partition is another table: the record follows
+-- it, and the old table, kept with its rows, keeps its own.
+UPDATE wu_src SET v = 'swapped, old kept' WHERE id = 7;
+SELECT * FROM idem.overwrite_partition('wu', '2024-07-07'::date, 'SELECT * FROM wu_src', mode => 'swap', keep_old => true);
 SELECT relid = 'wu_0707'::regclass AS follows_the_new_partition, relid <> :old_partition AS not_the_old_one,
        digest = idem.checksum('wu_0707') AS digest_is_the_partitions
-  FROM idem.written_units WHERE relid IN ('wu_0707'::regclass, :old_partition);
-SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_after_swap;
+  FROM idem.written_units WHERE relid IN ('wu_0707'::regclass, :old_partition) ORDER BY 1;
+SELECT wu_plant_wrong_digest('wu_0707'), wu_rerun() AS trusted_after_keep_old_swap;
+SELECT format('DROP TABLE %s', :old_partition::oid::regclass) \gexec
 
 -- No rows: the record is a count of zero.
 CREATE TABLE wu_0708 PARTITION OF wu FOR VALUES FROM ('2024-07-08') TO ('2024-07-09');

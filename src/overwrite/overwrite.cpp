@@ -12,6 +12,7 @@
 #include "core/sql_text.hpp"
 #include "overwrite/new_partition.hpp"
 #include "overwrite/partitions.hpp"
+#include "overwrite/storage_swap.hpp"
 #include "overwrite/swap_losses.hpp"
 #include "overwrite/swap_partition.hpp"
 #include "overwrite/written_units.hpp"
@@ -357,14 +358,23 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
     return written.digest.count();
 }
 
-// Mode 'swap': a staging table shaped like the partition (same columns, NOT
-// NULLs, defaults, generated columns, storage, tablespace, persistence),
-// loaded with the rows, then swapped in. Indexes are built after the load.
+// Mode 'swap': a staging table loaded with the rows, then swapped in. Its
+// indexes are built after the load (by the swap). Without keep_old the
+// staging table is laid out as the partition is and becomes its storage
+// (storage_swap.hpp): nothing is detached, nothing but the partition locked.
+// With keep_old it is shaped like the partition (same columns, NOT NULLs,
+// defaults, generated columns, storage, tablespace, persistence) and takes
+// its place in the partitioned table (swap_partition.hpp).
 std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
                             const ConvertedQuery& converted, const IncomingRows& in, bool keep_old,
                             const std::optional<std::string>& lock_timeout, bool accept_losses)
 {
-    refuse_swap_losses(spi, part, accept_losses);
+    if (keep_old)
+        refuse_swap_losses(spi, part, accept_losses);
+    else {
+        check_ownership(spi, {part.rel.oid});
+        check_not_referenced(spi, part, false);
+    }
     const std::string staging_name = core::identifier_with_suffix(part.rel.name, "__idem_staging");
     const std::string staging = pg::quote_ident(part.rel.schema) + "." + pg::quote_ident(staging_name);
     auto ts = spi.query(
@@ -372,17 +382,27 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
         " FROM pg_catalog.pg_tablespace t WHERE t.oid OPERATOR(pg_catalog.=) c.reltablespace), '')"
         " FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) $1",
         {Param::of_oid(part.rel.oid)});
-    spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging + " (LIKE " +
-                part.rel.qualified +
-                " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" +
-                ts.rows.at(0).at(0).value_or(""));
+    const std::string tablespace = ts.rows.at(0).at(0).value_or("");
+    std::uint32_t staging_oid = 0;
+    if (keep_old)
+        spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging +
+                    " (LIKE " + part.rel.qualified +
+                    " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" + tablespace);
+    else
+        staging_oid = create_storage_staging(spi, part, staging, tablespace);
     const core::MultisetDigest written =
         pg::digest_statement_rows(spi,
                                   "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + converted.rows() +
                                       " RETURNING " + insert_columns(parent),
                                   converted.params.values);
+    if (!keep_old) {
+        swap_storage_into(spi, part, staging_oid, lock_timeout, "the query");
+        record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.text(),
+                            preimage_of(written.text(), in));
+        return written.count();
+    }
     auto oid = spi.query("SELECT $1::pg_catalog.regclass::pg_catalog.oid::pg_catalog.text", {Param::of_text(staging)});
-    const auto staging_oid = static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0")));
+    staging_oid = static_cast<std::uint32_t>(std::stoul(oid.rows.at(0).at(0).value_or("0")));
     swap_into(spi, part, staging_oid, keep_old, lock_timeout, "the query");
     // The staging table is the partition now, under its name.
     const pg::Relation swapped = pg::describe_relation(staging_oid);
@@ -595,9 +615,9 @@ Partition lock_partition_to_overwrite(pg::SpiSession& spi, const pg::Relation& p
 }
 
 // The checks and the lock before overwrite_partition reads any partition:
-// the caller's privileges, ownership for a swap (before the lock a swap
-// holds alone), then the first lock (partitions.hpp).
-pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_oid, bool swap,
+// the caller's privileges, ownership for a swap, then the first lock
+// (partitions.hpp), held alone by a swap that detaches (keep_old).
+pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_oid, bool swap, bool detaches,
                                       const std::optional<std::string>& lock_timeout)
 {
     const pg::Relation parent = pg::describe_relation(parent_oid, pg::RelationLock::kNone);  // unit lock first
@@ -607,11 +627,11 @@ pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_
     pg::require_table_privileges(
         parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert, pg::TablePrivilege::kDelete},
         "overwrite_partition");
-    if (swap) {
-        require_sql(SqlFeature::kSwapCarryFunctions, "overwrite_partition in mode 'swap'");
+    if (detaches)
+        require_sql(SqlFeature::kSwapCarryFunctions, "overwrite_partition in mode 'swap' with keep_old");
+    if (swap)
         check_ownership(spi, {parent_oid});
-    }
-    lock_partitioned_table_unit(spi, parent_oid, swap, lock_timeout, "\"" + parent.display + "\"");
+    lock_partitioned_table_unit(spi, parent_oid, detaches, lock_timeout, "\"" + parent.display + "\"");
     return parent;
 }
 
@@ -715,7 +735,8 @@ void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, con
     const bool swap = options.mode == "swap";
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation parent = lock_parent_to_overwrite(spi, parent_oid, swap, options.lock_timeout);
+    const pg::Relation parent =
+        lock_parent_to_overwrite(spi, parent_oid, swap, swap && options.keep_old, options.lock_timeout);
     const PartitionKey key = partition_key(spi, parent);
     const Param key_param = key_value_param(key, value, value_text);
     bool created = false;

@@ -120,10 +120,15 @@ void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::s
     const std::string outside = n.rows.at(0).at(0).value_or("0");
     if (outside == "0")
         throw cause;
-    throw UserError(sqlstate::kCheckViolation,
-                    outside + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
-                    "Its bound is: " + part.bound,
-                    "Every row must belong to the partition it replaces; nothing was changed.");
+    throw rows_outside(part, outside, rows_are);
+}
+
+UserError rows_outside(const Partition& part, const std::string& count, const std::string& rows_are)
+{
+    return UserError(sqlstate::kCheckViolation,
+                     count + " rows of " + rows_are + " fall outside partition \"" + part.rel.display + "\"",
+                     "Its bound is: " + part.bound,
+                     "Every row must belong to the partition it replaces; nothing was changed.");
 }
 
 }  // namespace pg_idempotent

@@ -77,4 +77,7 @@ void with_lock_budget(pg::SpiSession& spi, const std::optional<std::string>& loc
 [[noreturn]] void throw_rows_outside(pg::SpiSession& spi, const Partition& part, const std::string& rows,
                                      const pg::Params& params, const std::string& rows_are, const pg::PgError& cause);
 
+// The error for `count` rows (of `rows_are`) outside the partition's bound.
+pg::UserError rows_outside(const Partition& part, const std::string& count, const std::string& rows_are);
+
 }  // namespace pg_idempotent

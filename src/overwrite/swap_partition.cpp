@@ -93,31 +93,6 @@ void check_shapes(pg::SpiSession& spi, const Partition& part, const pg::Relation
     }
 }
 
-// The caller must own what ALTER TABLE ... DETACH / ATTACH touch: the parent,
-// the partition and the staging table.
-// A foreign key that references the partitioned table (or this partition):
-// DETACH refuses while referenced rows live in the partition, and the swap
-// would leave the references pointing at a detached table. Rewrite mode is
-// the one that keeps them checked.
-void check_not_referenced(pg::SpiSession& spi, const Partition& part)
-{
-    auto r = spi.query(
-        "SELECT con.conname::pg_catalog.text, con.conrelid::pg_catalog.regclass::pg_catalog.text"
-        " FROM pg_catalog.pg_constraint con"
-        " WHERE con.contype OPERATOR(pg_catalog.=) 'f'"
-        " AND con.confrelid OPERATOR(pg_catalog.=) ANY (SELECT a.relid FROM pg_catalog.pg_partition_ancestors($1) a)"
-        " ORDER BY con.oid LIMIT 1",
-        {Param::of_oid(part.rel.oid)});
-    if (!r.rows.empty())
-        throw UserError(
-            sqlstate::kFeatureNotSupported,
-            "cannot swap partition \"" + part.rel.display + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
-                cell(r, 0, 1) + " references the partitioned table",
-            "Detaching the partition would leave rows of " + cell(r, 0, 1) +
-                " referencing a table outside the partitioned table; PostgreSQL refuses it.",
-            "Use idem.overwrite_partition(..., mode => 'rewrite'): it deletes and inserts in place, and the foreign key keeps being checked.");
-}
-
 struct ColumnShape {
     std::string type;       // format_type, with typmod
     std::string collation;  // collation name, "" for none
@@ -558,6 +533,27 @@ void detach_and_attach(pg::SpiSession& spi, const Partition& part, const pg::Rel
 
 }  // namespace
 
+void check_not_referenced(pg::SpiSession& spi, const Partition& part, bool detaches)
+{
+    auto r = spi.query(
+        "SELECT con.conname::pg_catalog.text, con.conrelid::pg_catalog.regclass::pg_catalog.text"
+        " FROM pg_catalog.pg_constraint con"
+        " WHERE con.contype OPERATOR(pg_catalog.=) 'f'"
+        " AND con.confrelid OPERATOR(pg_catalog.=) ANY (SELECT a.relid FROM pg_catalog.pg_partition_ancestors($1) a)"
+        " ORDER BY con.oid LIMIT 1",
+        {Param::of_oid(part.rel.oid)});
+    if (!r.rows.empty())
+        throw UserError(
+            sqlstate::kFeatureNotSupported,
+            "cannot swap partition \"" + part.rel.display + "\": foreign key \"" + cell(r, 0, 0) + "\" of " +
+                cell(r, 0, 1) + " references the partitioned table",
+            detaches ? "Detaching the partition would leave rows of " + cell(r, 0, 1) +
+                           " referencing a table outside the partitioned table; PostgreSQL refuses it."
+                     : "Replacing the partition's storage would not check the rows of " + cell(r, 0, 1) +
+                           " that reference its rows.",
+            "Use idem.overwrite_partition(..., mode => 'rewrite'): it deletes and inserts in place, and the foreign key keeps being checked.");
+}
+
 void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& relations)
 {
     std::string oids;
@@ -581,7 +577,7 @@ std::uint32_t swap_into(pg::SpiSession& spi, const Partition& part, std::uint32_
     const pg::Relation staging = pg::describe_relation(staging_oid, pg::RelationLock::kNone);  // locked below
     check_shapes(spi, part, staging);
     check_ownership(spi, {part.parent, part.rel.oid, staging.oid});
-    check_not_referenced(spi, part);
+    check_not_referenced(spi, part, true);
     if (staging.schema != part.rel.schema) {
         auto clash =
             spi.query("SELECT pg_catalog.to_regclass($1)::pg_catalog.text",

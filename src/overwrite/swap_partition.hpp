@@ -16,6 +16,13 @@ namespace pg_idempotent {
 // every relation given: what a swap needs, checked before any lock.
 void check_ownership(pg::SpiSession& spi, const std::vector<std::uint32_t>& relations);
 
+// UserError 0A000 when a foreign key references the partition (directly or
+// through its partitioned table): a swap would replace rows it references
+// unchecked; detaches: the swap detaches the partition (which would leave
+// the references pointing outside the table), for the message. Rewrite mode
+// keeps such references checked.
+void check_not_referenced(pg::SpiSession& spi, const Partition& partition, bool detaches);
+
 // The SQL function: returns the new partition (the staging table's OID).
 std::uint32_t swap_partition(std::uint32_t partition, std::uint32_t staging, bool keep_old,
                              const std::optional<std::string>& lock_timeout, bool accept_losses);

@@ -67,6 +67,8 @@ inline constexpr const char* kProgramLimitExceeded = "54000";
 inline constexpr const char* kCardinalityViolation = "21000";
 inline constexpr const char* kNotNullViolation = "23502";
 inline constexpr const char* kUniqueViolation = "23505";
+inline constexpr const char* kForeignKeyViolation = "23503";
+inline constexpr const char* kExclusionViolation = "23P01";
 // The extension's own class "ID" (implementation-defined classes start with
 // I-Z): an idempotency key reused for a different request.
 inline constexpr const char* kFingerprintMismatch = "ID001";
