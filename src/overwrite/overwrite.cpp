@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/citus_tables.hpp"
 #include "common/installed_sql.hpp"
 #include "common/run_history.hpp"
 #include "core/assignment.hpp"
@@ -359,17 +360,18 @@ std::uint64_t rewrite_in_place(pg::SpiSession& spi, const pg::Relation& parent, 
 }
 
 // Mode 'swap': a staging table loaded with the rows, then swapped in. Its
-// indexes are built after the load (by the swap). Without keep_old the
-// staging table is laid out as the partition is and becomes its storage
-// (storage_swap.hpp): nothing is detached, nothing but the partition locked.
-// With keep_old it is shaped like the partition (same columns, NOT NULLs,
-// defaults, generated columns, storage, tablespace, persistence) and takes
-// its place in the partitioned table (swap_partition.hpp).
+// indexes are built after the load (by the swap). Usually the staging table
+// is laid out as the partition is and becomes its storage (storage_swap.hpp):
+// nothing is detached, nothing but the partition locked. When the swap
+// detaches (swap_detaches) it is shaped like the partition (same columns,
+// NOT NULLs, defaults, generated columns, storage, tablespace, persistence)
+// and takes the partition's place in the partitioned table
+// (swap_partition.hpp).
 std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, const Partition& part,
-                            const ConvertedQuery& converted, const IncomingRows& in, bool keep_old,
+                            const ConvertedQuery& converted, const IncomingRows& in, bool detaches, bool keep_old,
                             const std::optional<std::string>& lock_timeout, bool accept_losses)
 {
-    if (keep_old)
+    if (detaches)
         refuse_swap_losses(spi, part, accept_losses);
     else {
         check_ownership(spi, {part.rel.oid});
@@ -384,7 +386,7 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
         {Param::of_oid(part.rel.oid)});
     const std::string tablespace = ts.rows.at(0).at(0).value_or("");
     std::uint32_t staging_oid = 0;
-    if (keep_old)
+    if (detaches)
         spi.execute(std::string("CREATE ") + (part.persistence == 'u' ? "UNLOGGED " : "") + "TABLE " + staging +
                     " (LIKE " + part.rel.qualified +
                     " INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION)" + tablespace);
@@ -395,7 +397,7 @@ std::uint64_t load_and_swap(pg::SpiSession& spi, const pg::Relation& parent, con
                                   "INSERT INTO " + staging + " (" + insert_columns(parent) + ") " + converted.rows() +
                                       " RETURNING " + insert_columns(parent),
                                   converted.params.values);
-    if (!keep_old) {
+    if (!detaches) {
         swap_storage_into(spi, part, staging_oid, lock_timeout, "the query");
         record_written_unit(spi, part.rel, unit_shape(parent, part.rel), written.text(),
                             preimage_of(written.text(), in));
@@ -614,9 +616,21 @@ Partition lock_partition_to_overwrite(pg::SpiSession& spi, const pg::Relation& p
     return part;
 }
 
+// Whether a swap detaches the old partition and attaches the staging table
+// instead of replacing the partition's storage: to keep the old one as a
+// table (keep_old), and in a Citus table, whose rows live in shards (or, for
+// a Citus local table, in a shard on this node) that a swap of the
+// coordinator's storage would not touch; ATTACH has Citus move the rows.
+// Decided from the parent, before any lock: the lock the swap takes first
+// depends on it.
+bool swap_detaches(pg::SpiSession& spi, std::uint32_t parent_oid, bool keep_old)
+{
+    return keep_old || citus_table(spi, parent_oid).kind != CitusKind::kNone;
+}
+
 // The checks and the lock before overwrite_partition reads any partition:
 // the caller's privileges, ownership for a swap, then the first lock
-// (partitions.hpp), held alone by a swap that detaches (keep_old).
+// (partitions.hpp), held alone by a swap that detaches (swap_detaches).
 pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_oid, bool swap, bool detaches,
                                       const std::optional<std::string>& lock_timeout)
 {
@@ -628,7 +642,8 @@ pg::Relation lock_parent_to_overwrite(pg::SpiSession& spi, std::uint32_t parent_
         parent_oid, {pg::TablePrivilege::kSelect, pg::TablePrivilege::kInsert, pg::TablePrivilege::kDelete},
         "overwrite_partition");
     if (detaches)
-        require_sql(SqlFeature::kSwapCarryFunctions, "overwrite_partition in mode 'swap' with keep_old");
+        require_sql(SqlFeature::kSwapCarryFunctions,
+                    "overwrite_partition in mode 'swap' that detaches the partition (keep_old, or a Citus table)");
     if (swap)
         check_ownership(spi, {parent_oid});
     lock_partitioned_table_unit(spi, parent_oid, detaches, lock_timeout, "\"" + parent.display + "\"");
@@ -735,8 +750,8 @@ void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, con
     const bool swap = options.mode == "swap";
     const RunClock clock;
     pg::SpiSession spi;
-    const pg::Relation parent =
-        lock_parent_to_overwrite(spi, parent_oid, swap, swap && options.keep_old, options.lock_timeout);
+    const bool detaches = swap && swap_detaches(spi, parent_oid, options.keep_old);
+    const pg::Relation parent = lock_parent_to_overwrite(spi, parent_oid, swap, detaches, options.lock_timeout);
     const PartitionKey key = partition_key(spi, parent);
     const Param key_param = key_value_param(key, value, value_text);
     bool created = false;
@@ -765,8 +780,8 @@ void overwrite_partition(const pg::ResultSet& out, std::uint32_t parent_oid, con
         return;
     }
     const auto written =
-        static_cast<std::int64_t>(swap ? load_and_swap(spi, parent, part, converted, *incoming, options.keep_old,
-                                                       options.lock_timeout, options.accept_losses)
+        static_cast<std::int64_t>(swap ? load_and_swap(spi, parent, part, converted, *incoming, detaches,
+                                                       options.keep_old, options.lock_timeout, options.accept_losses)
                                        : rewrite_in_place(spi, parent, part, converted, *incoming));
     // The old rows went with them (deleted in place, or with the old table).
     const auto replaced = static_cast<std::int64_t>(core::digest_text_count(now));
