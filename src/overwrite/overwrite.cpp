@@ -243,23 +243,34 @@ std::int64_t count_of(pg::SpiSession& spi, const std::string& sql, const pg::Par
 // says whether the DEFAULT partition would. Found in the parent's partition
 // bounds (partition_lookup.hpp): nothing per partition, none of the others
 // locked.
-std::optional<Partition> partition_holding(pg::SpiSession& spi, const pg::Relation& parent, std::uint32_t key_type,
-                                           const std::string& key_cast, const Param& key_param, bool& default_takes_it)
+// The OID of the partition whose bound holds the value. Only the parent is
+// locked (partition_lookup.hpp), not the partition.
+std::optional<std::uint32_t> partition_oid_holding(pg::SpiSession& spi, const pg::Relation& parent,
+                                                   std::uint32_t key_type, const Param& key_param,
+                                                   bool& default_takes_it)
 {
     // The value crosses as canonical text (ISO, UTC): a session's own
     // DateStyle may write a zone abbreviation that reads back as another zone.
     pg::QueryResult shown;
-    pg::with_canonical_settings([&] { shown = spi.query("SELECT " + key_cast + "::pg_catalog.text", {key_param}); });
+    pg::with_canonical_settings(
+        [&] { shown = spi.query("SELECT $1::" + pg::type_qualified(key_type) + "::pg_catalog.text", {key_param}); });
     const std::optional<std::string>& text = shown.rows.at(0).at(0);
     const pg::TypedValue value = text ? pg::parse_canonical(*text, key_type) : pg::TypedValue{0, key_type, true};
     const pg::PartitionForValue found = pg::partition_for_value(parent.oid, value);
     default_takes_it = found.default_takes_it;
-    if (!found.partition)
+    return found.partition;
+}
+
+// The partition described, which locks it (ACCESS SHARE).
+std::optional<Partition> partition_holding(pg::SpiSession& spi, const pg::Relation& parent, std::uint32_t key_type,
+                                           const Param& key_param, bool& default_takes_it)
+{
+    const auto oid = partition_oid_holding(spi, parent, key_type, key_param, default_takes_it);
+    if (!oid)
         return std::nullopt;
-    auto part = describe_partition(spi, *found.partition);
+    auto part = describe_partition(spi, *oid);
     if (!part)
-        throw UserError(sqlstate::kUndefinedTable,
-                        "partition with OID " + std::to_string(*found.partition) + " does not exist", {},
+        throw UserError(sqlstate::kUndefinedTable, "partition with OID " + std::to_string(*oid) + " does not exist", {},
                         "It was dropped while overwrite_partition looked for it: run the call again.");
     return part;
 }
@@ -541,10 +552,9 @@ Param key_value_param(const PartitionKey& key, const pg::TypedValue& value,
 std::optional<Partition> look_for_partition(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
                                             const Param& key_param, bool& default_takes_it)
 {
-    const std::string key_cast = "$1::" + pg::type_qualified(key.type);
     for (int attempt = 1;; ++attempt) {
         try {
-            return partition_holding(spi, parent, key.type, key_cast, key_param, default_takes_it);
+            return partition_holding(spi, parent, key.type, key_param, default_takes_it);
         } catch (const UserError& e) {
             if (std::string(e.code()) != sqlstate::kUndefinedTable || attempt == 3)
                 throw;
@@ -600,14 +610,33 @@ Partition find_partition(pg::SpiSession& spi, const pg::Relation& parent, const 
                     "A bug in pg_idempotent: report it with the statement that raised it.");
 }
 
+// schema.name of a partition read without locking it (dropped meanwhile: the
+// parent's partition).
+std::string unlocked_name(std::uint32_t oid, const pg::Relation& parent)
+{
+    try {
+        return pg::describe_relation(oid, pg::RelationLock::kNone).display;
+    } catch (const UserError& e) {
+        if (std::string(e.code()) != sqlstate::kUndefinedTable)
+            throw;
+        return "partition of " + parent.display;
+    }
+}
+
 // The partition, found again once its own lock is held, because a
-// concurrent swap may have replaced it meanwhile.
+// concurrent swap may have replaced it meanwhile. Nothing locks the
+// partition itself before its unit lock is held: a swap holding that lock
+// waits for ACCESS EXCLUSIVE on the partition, and a reader's lock on it
+// held while waiting for the unit lock would deadlock with it.
 Partition lock_partition_to_overwrite(pg::SpiSession& spi, const pg::Relation& parent, const PartitionKey& key,
                                       const Param& key_param, const OverwriteOptions& options, bool& created)
 {
-    const Partition found =
-        find_partition(spi, parent, key, key_param, options.create_partition, options.lock_timeout, created);
-    lock_partition_unit(spi, found, options.lock_timeout, "partition \"" + found.rel.display + "\"");
+    bool default_takes_it = false;
+    std::optional<std::uint32_t> oid = partition_oid_holding(spi, parent, key.type, key_param, default_takes_it);
+    if (!oid)  // missing: made here (create_partition), or the error that says so
+        oid = find_partition(spi, parent, key, key_param, options.create_partition, options.lock_timeout, created)
+                  .rel.oid;
+    lock_partition_unit(spi, *oid, options.lock_timeout, "partition \"" + unlocked_name(*oid, parent) + "\"");
     bool again = false;
     Partition part = find_partition(spi, parent, key, key_param, false, options.lock_timeout, again);
     if (part.partitioned)

@@ -97,10 +97,10 @@ void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool
               exclusive ? pg::UnitLockMode::kExclusive : pg::UnitLockMode::kShared, lock_timeout, what);
 }
 
-void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
-                         const std::optional<std::string>& lock_timeout, const std::string& what)
+void lock_partition_unit(pg::SpiSession& spi, std::uint32_t partition, const std::optional<std::string>& lock_timeout,
+                         const std::string& what)
 {
-    lock_unit(spi, pg::UnitLockSpace::kPartition, partition.rel.oid, pg::UnitLockMode::kExclusive, lock_timeout, what);
+    lock_unit(spi, pg::UnitLockSpace::kPartition, partition, pg::UnitLockMode::kExclusive, lock_timeout, what);
 }
 
 void lock_partition_creation(pg::SpiSession& spi, std::uint32_t parent, const std::optional<std::string>& lock_timeout,

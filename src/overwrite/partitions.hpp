@@ -42,20 +42,25 @@ std::optional<Partition> describe_partition(pg::SpiSession& spi, std::uint32_t o
 //
 // Every overwrite takes them first, before it reads or locks any relation,
 // in one order: the partitioned table's, then the partition's; then the
-// relations (parent, partition, staging). A swap, which ends by taking the
-// parent's ACCESS EXCLUSIVE lock, holds the partitioned table's exclusively,
-// so no other overwrite of that table holds a lock on it meanwhile that the
-// swap would wait for while it waits for the swap; rewrites share it.
+// relations (parent, partition, staging; the parent alone may be locked
+// ACCESS SHARE before the partition's, to find the partition). A swap that
+// detaches, which ends by taking the parent's ACCESS EXCLUSIVE lock, holds
+// the partitioned table's exclusively, so no other overwrite of that table
+// holds a lock on it meanwhile that the swap would wait for while it waits
+// for the swap; rewrites and swaps of the partition's storage share it (a
+// storage swap's ACCESS EXCLUSIVE lock on the partition is waited for only
+// by holders of no unit lock of that partition).
 void lock_table_unit(pg::SpiSession& spi, std::uint32_t table, const std::optional<std::string>& lock_timeout,
                      const std::string& what);
 void lock_partitioned_table_unit(pg::SpiSession& spi, std::uint32_t parent, bool exclusive,
                                  const std::optional<std::string>& lock_timeout, const std::string& what);
-// The partition's lock is keyed by its OID, a key no other table has: a swap,
-// which gives the partition a new OID, holds the partitioned table's lock
-// alone, so no rewrite holds or waits for a partition lock meanwhile, and a
-// rewrite that waited for the swap finds the new partition before it locks.
-void lock_partition_unit(pg::SpiSession& spi, const Partition& partition,
-                         const std::optional<std::string>& lock_timeout, const std::string& what);
+// The partition's lock is keyed by its OID, a key no other table has: a swap
+// that detaches, which gives the partition a new OID, holds the partitioned
+// table's lock alone, so no rewrite holds or waits for a partition lock
+// meanwhile, and a rewrite that waited for the swap finds the new partition
+// before it locks.
+void lock_partition_unit(pg::SpiSession& spi, std::uint32_t partition, const std::optional<std::string>& lock_timeout,
+                         const std::string& what);
 // Creators of a parent's partitions take turns (create_partition): each
 // looks again for the partition once it holds this lock. Taken only when a
 // partition is missing, after the partitioned table's lock, before the

@@ -675,7 +675,7 @@ std::uint32_t swap_partition(std::uint32_t partition_oid, std::uint32_t staging_
                         "partition \"" + given->display + "\" was detached by another transaction",
                         "It is no longer a partition of \"" + pg::describe_relation(parent).display + "\".",
                         "Nothing was changed.");
-    lock_partition_unit(spi, *now, lock_timeout, "partition \"" + now->rel.display + "\"");
+    lock_partition_unit(spi, now->rel.oid, lock_timeout, "partition \"" + now->rel.display + "\"");
     refuse_swap_losses(spi, *now, accept_losses);
     const std::uint32_t result =
         swap_into(spi, *now, staging_oid, keep_old, lock_timeout,
