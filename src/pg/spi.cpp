@@ -430,6 +430,11 @@ std::uint64_t SpiSession::execute(const std::string& sql, const Params& params)
 void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Params& params,
                            std::vector<Column>* columns)
 {
+    send_rows(prepare_rows(sql, params), dest, params, columns);
+}
+
+PlannedRows SpiSession::prepare_rows(const std::string& sql, const Params& params)
+{
     connect();
     SpiArgs args = convert_params(params);
     SPIPlanPtr plan = pg_call([&]() noexcept { return SPI_prepare(sql.c_str(), args.count, args.types); });
@@ -440,6 +445,13 @@ void SpiSession::send_rows(const std::string& sql, _DestReceiver* dest, const Pa
                         "The query was: " + sql,
                         "Pass a SELECT, VALUES, TABLE or a data-modifying statement with RETURNING.");
     }
+    return plan;
+}
+
+void SpiSession::send_rows(PlannedRows plan, _DestReceiver* dest, const Params& params, std::vector<Column>* columns)
+{
+    connect();
+    SpiArgs args = convert_params(params);
     if (columns) {
         // A cursor plan is one statement that returns rows: its one plan
         // source has their row type.

@@ -19,10 +19,15 @@
 
 struct FunctionCallInfoBaseData;  // PostgreSQL's, opaque here
 struct _DestReceiver;             // PostgreSQL's DestReceiver, opaque here
+struct _SPI_plan;                 // PostgreSQL's SPIPlanPtr points to one, opaque here
 
 namespace pg_idempotent::pg {
 
 struct Column;  // catalog.hpp
+
+// A row-returning statement SpiSession::prepare_rows planned (opaque outside
+// the boundary).
+using PlannedRows = _SPI_plan*;
 
 // The result set of the set-returning SQL function being called. The entry
 // shim makes one of its call and hands it to the family, which fills it
@@ -126,6 +131,16 @@ public:
     // statement's result columns (as describe_query gives them) before the
     // first row is sent, from the plan that runs.
     void send_rows(const std::string& sql, _DestReceiver* dest, const Params& params = {},
+                   std::vector<Column>* columns = nullptr);
+    // The same in two steps, for a statement run more than once in this
+    // session (a check that stops at the first row that answers, then the
+    // run that keeps every row): parsed and planned once. The plan lives
+    // until finish(). It is not saved, so no invalidation reaches it: the
+    // caller must not alter what it reads between runs (others cannot: its
+    // first run locks its relations to the end of the transaction).
+    // params: their types (the values of each run are given to send_rows).
+    PlannedRows prepare_rows(const std::string& sql, const Params& params = {});
+    void send_rows(PlannedRows plan, _DestReceiver* dest, const Params& params = {},
                    std::vector<Column>* columns = nullptr);
 
     // Runs a statement and returns its rows as the result set of the calling

@@ -23,11 +23,17 @@ core::MultisetDigest digest_statement_rows(SpiSession& spi, const std::string& s
 void digest_statement_rows_into(SpiSession& spi, const std::string& sql, const DigestTargets& targets,
                                 const Params& params, std::vector<Column>* columns)
 {
+    digest_statement_rows_into(spi, spi.prepare_rows(sql, params), targets, params, columns);
+}
+
+void digest_statement_rows_into(SpiSession& spi, PlannedRows plan, const DigestTargets& targets, const Params& params,
+                                std::vector<Column>* columns)
+{
     // The receiver lives in the SPI procedure context, as the statement's
     // own allocations do, and goes with it at finish().
     spi.connect();
     DestReceiver* receiver = pg_call([&]() noexcept { return make_row_digest_receiver(targets); });
-    spi.send_rows(sql, receiver, params, columns);
+    spi.send_rows(plan, receiver, params, columns);
 }
 
 std::string digest_select_text(SpiSession& spi, const std::string& sql, std::size_t column_count,

@@ -26,6 +26,9 @@ core::MultisetDigest digest_statement_rows(SpiSession& spi, const std::string& s
 // columns (SpiSession::send_rows).
 void digest_statement_rows_into(SpiSession& spi, const std::string& sql, const DigestTargets& targets,
                                 const Params& params = {}, std::vector<Column>* columns = nullptr);
+// The same for a statement SpiSession::prepare_rows planned.
+void digest_statement_rows_into(SpiSession& spi, PlannedRows plan, const DigestTargets& targets,
+                                const Params& params = {}, std::vector<Column>* columns = nullptr);
 
 // The digest text of the rows of a SELECT the extension built, with
 // column_count columns: computed by the aggregate idem._digest_agg when

@@ -57,6 +57,10 @@ std::string free_version_table_name(const Dataset& d, int version)
 {
     const std::string suffix = "__v" + std::to_string(version);
     std::string name = core::identifier_with_suffix(d.name, suffix);
+    if (pg::relation_oid(d.schema, name) == 0)
+        return name;
+    // Made only when the name is taken: opening the random device costs
+    // about 20 us, which every publish paid.
     std::random_device random;
     for (int attempt = 0; attempt < 8 && pg::relation_oid(d.schema, name) != 0; ++attempt) {
         char tag[10];
@@ -453,9 +457,10 @@ std::uint64_t build_on_citus(pg::SpiSession& spi, const std::string& table, cons
     return spi.execute("INSERT INTO " + table + " SELECT * FROM (" + query + "\n) AS idem_version", params);
 }
 
-// Hashes the rows of sql into t's checksum and sample; with store, each is
-// also stored into t as it comes (the query's one pass builds the version).
-void hash_rows(pg::SpiSession& spi, VersionTable& t, const std::string& sql, const pg::Params& params, bool store)
+// Hashes the rows of a planned statement into t's checksum and sample;
+// with store, each is also stored into t as it comes (the query's one pass
+// builds the version).
+void hash_rows(pg::SpiSession& spi, VersionTable& t, pg::PlannedRows plan, const pg::Params& params, bool store)
 {
     const auto hasher = std::make_unique<core::RowHasher>();
     const auto sample = std::make_unique<core::RowSampleBuilder>();
@@ -465,7 +470,7 @@ void hash_rows(pg::SpiSession& spi, VersionTable& t, const std::string& sql, con
     targets.digest = &digest;
     targets.sample = sample.get();
     targets.store_into = store ? t.oid : 0;
-    pg::digest_statement_rows_into(spi, sql, targets, params);
+    pg::digest_statement_rows_into(spi, plan, targets, params);
     t.checksum = digest.text();
     t.sample = sample->hex();
     if (store)
@@ -475,10 +480,10 @@ void hash_rows(pg::SpiSession& spi, VersionTable& t, const std::string& sql, con
 // The version table: made empty with the query's columns, then filled by
 // the query's one run, each row hashed as it is stored (CREATE TABLE AS,
 // then a scan for the checksum, read it twice: 1.33x to 1.52x a
-// hand-written publish). On Citus, placed first and filled by INSERT, then
-// read for the checksum.
+// hand-written publish), planned once for the check and this run (plan).
+// On Citus, placed first and filled by INSERT, then read for the checksum.
 VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int version, const std::string& query,
-                                 const pg::Params& params, std::uint32_t owner)
+                                 pg::PlannedRows plan, const pg::Params& params, std::uint32_t owner)
 {
     VersionTable t;
     const std::string name = free_version_table_name(d, version);
@@ -486,11 +491,11 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
     if (citus_installed()) {
         t.rows = build_on_citus(spi, t.qualified, query, params);
         t.oid = pg::relation_oid(d.schema, name);
-        hash_rows(spi, t, "SELECT * FROM " + t.qualified, {}, false);
+        hash_rows(spi, t, spi.prepare_rows("SELECT * FROM " + t.qualified), {}, false);
     } else {
         spi.execute("CREATE TABLE " + t.qualified + " AS " + query + "\n WITH NO DATA", params);
         t.oid = pg::relation_oid(d.schema, name);
-        hash_rows(spi, t, query, params, true);
+        hash_rows(spi, t, plan, params, true);
     }
     spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
                 pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
@@ -604,7 +609,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     // A concurrent publish may have won the lock first, of other content
     // (then the query is checked again, against it) or of the same.
     if (check.differs && state.current != check.against)
-        check = check_against_current(spi, d, query, params.values);
+        check = check_against_current(spi, d, query, params.values, check.plan);
     if (!check.differs)
         if (auto same = same_as_current(spi, d, check.digest.text(), shape))
             return unchanged(*same);
@@ -612,7 +617,7 @@ std::int32_t publish(const std::string& dataset, const std::string& query, std::
     const std::uint32_t owner = registered_owner(spi, d, state);
 
     const int version = state.next;
-    const VersionTable table = build_version_table(spi, d, version, query, params.values, owner);
+    const VersionTable table = build_version_table(spi, d, version, query, check.plan, params.values, owner);
     if (audit)
         run_audit(spi, d, version, table, *audit, params.values);
     flip_to_version(spi, d, version, table, view_before, owner, lock_timeout);

@@ -47,9 +47,10 @@ std::optional<CurrentSample> current_sample(pg::SpiSession& spi, const Dataset& 
 }  // namespace
 
 QueryCheck check_against_current(pg::SpiSession& spi, const Dataset& d, const std::string& query,
-                                 const pg::Params& params)
+                                 const pg::Params& params, pg::PlannedRows plan)
 {
     QueryCheck out;
+    out.plan = plan != nullptr ? plan : spi.prepare_rows(query, params);
     const std::optional<CurrentSample> current = current_sample(spi, d);
     const auto hasher = std::make_unique<core::RowHasher>();
     pg::DigestTargets targets;
@@ -61,7 +62,7 @@ QueryCheck check_against_current(pg::SpiSession& spi, const Dataset& d, const st
         targets.stopped = &out.differs;
         out.against = current->version;
     }
-    pg::digest_statement_rows_into(spi, query, targets, params, &out.columns);
+    pg::digest_statement_rows_into(spi, out.plan, targets, params, &out.columns);
     return out;
 }
 

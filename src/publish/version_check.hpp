@@ -23,12 +23,16 @@ struct QueryCheck {
     bool differs = false;             // proven other content than version `against`
     std::optional<int> against;       // the current version whose sample was used
     std::vector<pg::Column> columns;  // the query's result columns
+    // The query, parsed and planned once for the check and the build that
+    // may follow (valid until the SPI session's finish()).
+    pg::PlannedRows plan = nullptr;
 };
 
 // Hashes the query's rows (as the caller) against the current version's
 // sample, when it keeps one; describes the query from the plan that runs
-// (no second planning of it for its shape).
+// (no second planning of it for its shape). plan: the query's, from an
+// earlier check (nullptr: planned here).
 QueryCheck check_against_current(pg::SpiSession& spi, const Dataset& d, const std::string& query,
-                                 const pg::Params& params);
+                                 const pg::Params& params, pg::PlannedRows plan = nullptr);
 
 }  // namespace pg_idempotent
