@@ -62,16 +62,16 @@ std::string free_version_table_name(const Dataset& d, int version)
     // Made only when the name is taken: opening the random device costs
     // about 20 us, which every publish paid.
     std::random_device random;
-    for (int attempt = 0; attempt < 8 && pg::relation_oid(d.schema, name) != 0; ++attempt) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
         char tag[10];
         std::snprintf(tag, sizeof tag, "_%08x", static_cast<unsigned>(random()));
         name = core::identifier_with_suffix(d.name, suffix + tag);
+        if (pg::relation_oid(d.schema, name) == 0)
+            return name;
     }
-    if (pg::relation_oid(d.schema, name) != 0)
-        throw UserError(sqlstate::kDuplicateTable,
-                        "no free name for version " + std::to_string(version) + " of dataset \"" + d.display + "\"",
-                        "Relation " + name + " exists in schema \"" + d.schema + "\".", "Publish again.");
-    return name;
+    throw UserError(sqlstate::kDuplicateTable,
+                    "no free name for version " + std::to_string(version) + " of dataset \"" + d.display + "\"",
+                    "Relation " + name + " exists in schema \"" + d.schema + "\".", "Publish again.");
 }
 
 struct State {
