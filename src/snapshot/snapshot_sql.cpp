@@ -221,8 +221,13 @@ std::string other_convention_check(const SnapshotSpec& s)
         s.other_mark == M::kNull
             ? "h." + s.valid_to + " IS NULL"
             : "h." + s.valid_to + " OPERATOR(pg_catalog.>=) CAST('9999-01-01' AS " + s.validity_type + ")";
-    return " WHEN EXISTS (SELECT FROM plan p JOIN " + s.target + " h ON " + keys_match(s.keys, s.key_eq, "h", "p") +
-           pruned(s, "h") + " WHERE " + action_is("p", kNew) + " AND " + other +
+    // The first EXISTS (no new key: the usual replay) spares the second its
+    // read of the history: no index holds the other convention's rows, so
+    // that read is a scan of every version, and AND evaluates the join's
+    // initplan only when the first is true.
+    return " WHEN EXISTS (SELECT FROM plan p WHERE " + action_is("p", kNew) + ") AND EXISTS (SELECT FROM plan p JOIN " +
+           s.target + " h ON " + keys_match(s.keys, s.key_eq, "h", "p") + pruned(s, "h") + " WHERE " +
+           action_is("p", kNew) + " AND " + other +
            ") THEN (SELECT idem._raise('55000', "
            "pg_catalog.format('%s holds versions current under another convention', $1::pg_catalog.regclass), "
            "pg_catalog.format('Key %s has a version with valid_to %s, which marks it current; this call would open "

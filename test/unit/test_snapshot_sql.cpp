@@ -97,6 +97,26 @@ TEST(SnapshotSql, CurrentVersionsEndAtNullOrAtTheGivenValue)
     EXPECT_FALSE(has(sql, "valid_to IS NULL"));
 }
 
+// Versions written by hand under the other convention are looked for
+// among the history's rows only when the run opens a version for a new key:
+// no index holds them, so that look is a scan of the whole history, which a
+// replay (no new key) must not pay.
+TEST(SnapshotSql, OtherConventionLookedForOnlyForNewKeys)
+{
+    SnapshotSpec s = customers();
+    EXPECT_FALSE(has(build_snapshot_sql(s), "h.valid_to"));
+    s.other_mark = SnapshotSpec::OtherMark::kFarFuture;
+    const std::string sql = build_snapshot_sql(s);
+    const std::string gate =
+        "WHEN EXISTS (SELECT FROM plan p WHERE p.\"idem$action\" OPERATOR(pg_catalog.=) 1) AND "
+        "EXISTS (SELECT FROM plan p JOIN public.hist h ON ";
+    ASSERT_TRUE(has(sql, gate)) << sql;
+    EXPECT_TRUE(has(sql.substr(sql.find(gate)), "h.valid_to OPERATOR(pg_catalog.>=) CAST('9999-01-01' AS "));
+    s.other_mark = SnapshotSpec::OtherMark::kNull;
+    EXPECT_TRUE(has(build_snapshot_sql(s), gate + "h.id OPERATOR(pg_catalog.=) p.id WHERE p.\"idem$action\" "
+                                                  "OPERATOR(pg_catalog.=) 1 AND h.valid_to IS NULL"));
+}
+
 TEST(SnapshotSql, HardDeletes)
 {
     SnapshotSpec s = customers();
