@@ -17,6 +17,15 @@
 # turn (the sizes side by side in time), BENCH_GROWTH_ROUNDS times (2), and
 # every run starts from a CHECKPOINT, not from the dirty pages of the case
 # before it; the time kept is the best round's, the memory the largest.
+#
+# synchronize_seqscans is off while it runs. With it on, a sequential scan
+# of a table larger than a quarter of shared_buffers starts where the last
+# scan of that table stopped: after any scan that stopped early, a first
+# load wrote the source's rows rotated (the history's id correlation -0.5
+# instead of 1), the replay's join became a hash join instead of a merge
+# join of the two key indexes, and the 10M replay took 7.8 s and 11 MB
+# instead of 5.2 s and 2 MB (the full run of 2d263bb; bench/README.md). The
+# report gives each target's correlation, so that a run can be read for it.
 
 growth_sizes=(${BENCH_GROWTH_SIZES:-$BENCH_SIZE_MAX $((BENCH_SIZE_MAX * 10))})
 growth_small=${growth_sizes[0]}
@@ -25,6 +34,7 @@ growth_rounds=${BENCH_GROWTH_ROUNDS:-2}
 
 bench_psql >/dev/null <<'SQL'
 ALTER SYSTEM SET autovacuum = off;
+ALTER SYSTEM SET synchronize_seqscans = off;
 SELECT pg_reload_conf();
 CREATE TABLE bench_.growth (name text, size bigint, round int, ms float8, baseline_kb bigint, peak_kb bigint);
 SQL
@@ -92,13 +102,20 @@ for c in "${growth_cases[@]}"; do
         done
     done
 done
+growth_order=()
 for n in "${growth_sizes[@]}"; do
     s=g_$(bench_size_name "$n")
+    bench_psql -c "ANALYZE ${s}_t, ${s}_h, ${s}_a" >/dev/null
+    growth_order+=("$(bench_psql -c "SELECT string_agg(format('%s %s', tablename, round(correlation::numeric, 2)), ', ' ORDER BY tablename)
+                                      FROM pg_stats WHERE schemaname = 'public' AND attname = 'id'
+                                       AND tablename IN ('${s}_t', '${s}_h', '${s}_a')")")
     bench_psql -c "DROP TABLE $s, ${s}_chg, ${s}_t, ${s}_h, ${s}_a; CHECKPOINT;" >/dev/null
 done
 
 report ""
 report "Per case and size, the best of $growth_rounds runs (the sizes interleaved in each round, every run in a fresh backend after a CHECKPOINT): its time (ms), and the largest private memory growth of the runs (peak RssAnon while it ran less RssAnon before; kB). 10% changed alternates between the changed copy and the original, the same tenth of the rows each round. The tables: \`bench_standard_table\` (id bigint primary key, qty, amount, label, created), the same with qty + 1 in every tenth row (10% changed), a merge target and an append target of the same shape and a history table (\`snapshot_prepare\`), all empty before the first load. Slope: log(time at $(bench_rows "$growth_big") / time at $(bench_rows "$growth_small")) / log($growth_big / $growth_small); 1 is linear."
+report ""
+report "Physical order of the targets after the runs (pg_stats correlation of id; 1: in key order, as the sources are): $(IFS=';'; echo "${growth_order[*]}" | sed 's/;/; /g'). synchronize_seqscans is off while growth runs: with it on, a scan that stopped early makes the next first load write its rows rotated, and the replay's plan changes (bench/growth.sh)."
 report ""
 header="| case |"
 rule="|---|"
@@ -135,5 +152,6 @@ done
 
 bench_psql >/dev/null <<'SQL'
 ALTER SYSTEM RESET autovacuum;
+ALTER SYSTEM RESET synchronize_seqscans;
 SELECT pg_reload_conf();
 SQL
