@@ -18,6 +18,13 @@
 # every run starts from a CHECKPOINT, not from the dirty pages of the case
 # before it; the time kept is the best round's, the memory the largest.
 #
+# The time is the call's and a CHECKPOINT's after it: the pages it dirtied
+# written. Without it the sizes did not pay alike: a 1M load's pages (130 MB
+# and its index) stay in shared_buffers (256 MB) and are written after the
+# clock stops, a 10M load's are evicted, and WAL checkpoints run, while it
+# runs. append's first load (a plain INSERT ... SELECT, linear in its
+# plan) had slopes of 1.05 to 1.13 in runs of the same code.
+#
 # synchronize_seqscans is off while it runs. With it on, a sequential scan
 # of a table larger than a quarter of shared_buffers starts where the last
 # scan of that table stopped: after any scan that stopped early, a first
@@ -37,14 +44,27 @@ ALTER SYSTEM SET autovacuum = off;
 ALTER SYSTEM SET synchronize_seqscans = off;
 SELECT pg_reload_conf();
 CREATE TABLE bench_.growth (name text, size bigint, round int, ms float8, baseline_kb bigint, peak_kb bigint);
+-- The call, then a CHECKPOINT, timed together (see the header).
+CREATE FUNCTION bench_.time_written_ms(q text) RETURNS float8
+LANGUAGE plpgsql AS $f$
+DECLARE
+    t0 timestamptz;
+BEGIN
+    t0 := clock_timestamp();
+    EXECUTE q;
+    CHECKPOINT;
+    RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
+END
+$f$;
 SQL
 
 # growth_measure NAME SIZE ROUND SQL: one run of SQL in a fresh backend, its
-# time (clock_timestamp() around EXECUTE) and its private memory.
+# time (clock_timestamp() around EXECUTE and the CHECKPOINT after it) and
+# its private memory.
 growth_measure() {
     local name=$1 size=$2 round=$3 sql=$4 mem baseline peak
     say "growth: $name, $(bench_rows "$size") rows, round $round"
-    mem=$(bench_peak_memory "INSERT INTO bench_.growth (name, size, round, ms) SELECT '$name', $size, $round, bench_.time_ms(\$g\$$sql\$g\$)") ||
+    mem=$(bench_peak_memory "INSERT INTO bench_.growth (name, size, round, ms) SELECT '$name', $size, $round, bench_.time_written_ms(\$g\$$sql\$g\$)") ||
         return 1
     read -r baseline peak _ <<<"$mem"
     bench_psql -c "UPDATE bench_.growth SET baseline_kb = $baseline, peak_kb = $peak
@@ -113,7 +133,7 @@ for n in "${growth_sizes[@]}"; do
 done
 
 report ""
-report "Per case and size, the best of $growth_rounds runs (the sizes interleaved in each round, every run in a fresh backend after a CHECKPOINT): its time (ms), and the largest private memory growth of the runs (peak RssAnon while it ran less RssAnon before; kB). 10% changed alternates between the changed copy and the original, the same tenth of the rows each round. The tables: \`bench_standard_table\` (id bigint primary key, qty, amount, label, created), the same with qty + 1 in every tenth row (10% changed), a merge target and an append target of the same shape and a history table (\`snapshot_prepare\`), all empty before the first load. Slope: log(time at $(bench_rows "$growth_big") / time at $(bench_rows "$growth_small")) / log($growth_big / $growth_small); 1 is linear."
+report "Per case and size, the best of $growth_rounds runs (the sizes interleaved in each round, every run in a fresh backend after a CHECKPOINT): its time (ms, the call and a CHECKPOINT after it, so that every size pays for writing the pages it dirtied), and the largest private memory growth of the runs (peak RssAnon while it ran less RssAnon before; kB). 10% changed alternates between the changed copy and the original, the same tenth of the rows each round. The tables: \`bench_standard_table\` (id bigint primary key, qty, amount, label, created), the same with qty + 1 in every tenth row (10% changed), a merge target and an append target of the same shape and a history table (\`snapshot_prepare\`), all empty before the first load. Slope: log(time at $(bench_rows "$growth_big") / time at $(bench_rows "$growth_small")) / log($growth_big / $growth_small); 1 is linear."
 report ""
 report "Physical order of the targets after the runs (pg_stats correlation of id; 1: in key order, as the sources are): $(IFS=';'; echo "${growth_order[*]}" | sed 's/;/; /g'). synchronize_seqscans is off while growth runs: with it on, a scan that stopped early makes the next first load write its rows rotated, and the replay's plan changes (bench/growth.sh)."
 report ""
