@@ -44,27 +44,15 @@ ALTER SYSTEM SET autovacuum = off;
 ALTER SYSTEM SET synchronize_seqscans = off;
 SELECT pg_reload_conf();
 CREATE TABLE bench_.growth (name text, size bigint, round int, ms float8, baseline_kb bigint, peak_kb bigint);
--- The call, then a CHECKPOINT, timed together (see the header).
-CREATE FUNCTION bench_.time_written_ms(q text) RETURNS float8
-LANGUAGE plpgsql AS $f$
-DECLARE
-    t0 timestamptz;
-BEGIN
-    t0 := clock_timestamp();
-    EXECUTE q;
-    CHECKPOINT;
-    RETURN extract(epoch FROM clock_timestamp() - t0) * 1000;
-END
-$f$;
 SQL
 
 # growth_measure NAME SIZE ROUND SQL: one run of SQL in a fresh backend, its
-# time (clock_timestamp() around EXECUTE and the CHECKPOINT after it) and
+# time (bench_.time_ms of the call plus that of a CHECKPOINT after it) and
 # its private memory.
 growth_measure() {
     local name=$1 size=$2 round=$3 sql=$4 mem baseline peak
     say "growth: $name, $(bench_rows "$size") rows, round $round"
-    mem=$(bench_peak_memory "INSERT INTO bench_.growth (name, size, round, ms) SELECT '$name', $size, $round, bench_.time_written_ms(\$g\$$sql\$g\$)") ||
+    mem=$(bench_peak_memory "INSERT INTO bench_.growth (name, size, round, ms) SELECT '$name', $size, $round, bench_.time_ms(\$g\$$sql\$g\$) + bench_.time_ms('CHECKPOINT')") ||
         return 1
     read -r baseline peak _ <<<"$mem"
     bench_psql -c "UPDATE bench_.growth SET baseline_kb = $baseline, peak_kb = $peak

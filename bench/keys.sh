@@ -243,7 +243,7 @@ report ""
 report "- \`claim\`: \`idem.claim(key)\` with the defaults (scope 'default', no fingerprint, no lease), as superuser"
 report "- \`claim_role\`: the same as \`$keys_role\`, a role granted the scope (\`idem.grant_usage('$keys_role', 'default', 'keys')\`), not a superuser: what a pipeline runs as"
 report "- \`bare\`: the equivalent table of the goal, \`bare_keys (scope text, key text, PRIMARY KEY (scope, key))\`"
-report "- `full`: \`bare_full (LIKE idem.keys INCLUDING ALL)\`: idem.keys' 13 columns, primary key (scope, key) and age index, written with the row claim writes; the cost of the INSERT alone"
+report "- \`full\`: \`bare_full (LIKE idem.keys INCLUDING ALL)\`: idem.keys' 13 columns, primary key (scope, key) and age index, written with the row claim writes; the cost of the INSERT alone"
 
 keys_suite fresh "Fresh keys: every transaction claims a new key"
 keys_fresh_claim=${KEYS_MEDIAN_TPS[claim]} keys_fresh_bare=${KEYS_MEDIAN_TPS[bare]} keys_fresh_full=${KEYS_MEDIAN_TPS[full]}
