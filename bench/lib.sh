@@ -262,6 +262,17 @@ bench_paired_ratio() {
         WHERE a.suite = '$1' AND a.variant = '$2' AND b.variant = '$3'"
 }
 
+# bench_round_ratios SUITE A B: A's time divided by B's in each round of
+# suite SUITE, in round order (two decimals, space-separated): the report
+# shows them beside a goal on medians, so a run whose rounds fall in two
+# modes can be read as such.
+bench_round_ratios() {
+    bench_psql -c "
+        SELECT string_agg(to_char(a.ms / b.ms, 'FM990.00'), ' ' ORDER BY a.round)
+        FROM bench_.samples a JOIN bench_.samples b ON b.suite = a.suite AND b.round = a.round
+        WHERE a.suite = '$1' AND a.variant = '$2' AND b.variant = '$3'"
+}
+
 bench_ms() {
     awk -v v="$1" 'BEGIN { printf (v < 10 ? "%.2f" : "%.1f"), v }'
 }
