@@ -147,6 +147,11 @@ report ""
 report "Per case and size, the best of $growth_rounds runs (the sizes interleaved in each round, every run in a fresh backend after a CHECKPOINT): its time (ms, the call and a CHECKPOINT after it, so that every size pays for writing the pages it dirtied), and the largest private memory growth of the runs (peak RssAnon while it ran less RssAnon before; kB) at the default work_mem ($(bench_psql -c 'SHOW work_mem')) and in one more run at work_mem = $growth_low_work_mem, where every step PostgreSQL bounds by work_mem spills at both sizes (bench/growth.sh). 10% changed alternates between the changed copy and the original, the same tenth of the rows each round. The tables: \`bench_standard_table\` (id bigint primary key, qty, amount, label, created), the same with qty + 1 in every tenth row (10% changed), a merge target and an append target of the same shape and a history table (\`snapshot_prepare\`), all empty before the first load. Slope: log(time at $(bench_rows "$growth_big") / time at $(bench_rows "$growth_small")) / log($growth_big / $growth_small); 1 is linear."
 report ""
 report "Physical order of the targets after the runs (pg_stats correlation of id; 1: in key order, as the sources are): $(IFS=';'; echo "${growth_order[*]}" | sed 's/;/; /g'). synchronize_seqscans is off while growth runs: with it on, a scan that stopped early makes the next first load write its rows rotated, and the replay's plan changes (bench/growth.sh)."
+# growth_memory NAME SIZE: the largest private memory growth of NAME's runs
+# at SIZE.
+growth_memory() {
+    bench_psql -c "SELECT max(peak_kb - baseline_kb) FROM bench_.growth WHERE name = '$1' AND size = $2"
+}
 report ""
 header="| case |"
 rule="|---|"
@@ -160,11 +165,8 @@ growth_slopes=()
 for c in "${growth_cases[@]}"; do
     row="| $c |"
     for n in "${growth_sizes[@]}"; do
-        read -r ms kb low < <(bench_psql -F ' ' -c "SELECT round(min(ms)::numeric, 1), max(peak_kb - baseline_kb),
-                                                           (SELECT max(peak_kb - baseline_kb) FROM bench_.growth
-                                                             WHERE name = '$c@$growth_low_work_mem' AND size = $n)
-                                                      FROM bench_.growth WHERE name = '$c' AND size = $n")
-        row+=" $ms | $kb | $low |"
+        ms=$(bench_psql -c "SELECT round(min(ms)::numeric, 1) FROM bench_.growth WHERE name = '$c' AND size = $n")
+        row+=" $ms | $(growth_memory "$c" "$n") | $(growth_memory "$c@$growth_low_work_mem" "$n") |"
     done
     slope=$(bench_psql -c "SELECT round((ln(b.ms / a.ms) / ln($growth_big::float8 / $growth_small))::numeric, 2)
         FROM (SELECT min(ms) AS ms FROM bench_.growth WHERE name = '$c' AND size = $growth_small) a,
@@ -178,13 +180,7 @@ for entry in "${growth_slopes[@]}"; do
     c=${entry%%|*} slope=${entry##*|}
     bench_goal "$c: time, log-log slope $(bench_rows "$growth_small") to $(bench_rows "$growth_big")" "$slope" "<=" 1.05
 done
-# growth_memory NAME SIZE: the largest private memory growth of NAME's runs
-# at SIZE.
-growth_memory() {
-    bench_psql -c "SELECT max(peak_kb - baseline_kb) FROM bench_.growth WHERE name = '$1' AND size = $2"
-}
-growth_bound_kb=$(bench_psql -c "SELECT (4 * pg_size_bytes(current_setting('work_mem'))
-                                           * current_setting('hash_mem_multiplier')::float8 / 1024)::bigint + 2048")
+growth_bound_kb=$(bench_work_mem_bound_kb)
 for c in "${growth_cases[@]}"; do
     bench_goal "$c: private memory growth at $(bench_rows "$growth_big") rows (4 x work_mem x hash_mem_multiplier + 2 MB)" \
         "$(growth_memory "$c" "$growth_big")" "<=" "$growth_bound_kb" " kB"

@@ -273,6 +273,15 @@ bench_round_ratios() {
         WHERE a.suite = '$1' AND a.variant = '$2' AND b.variant = '$3'"
 }
 
+# bench_work_mem_bound_kb: the private memory a statement's work_mem-bounded
+# steps may hold at any table size, in kB: four hash tables' worth (work_mem
+# x hash_mem_multiplier each; sorts and tuplestores stop at work_mem) and
+# 2 MB of page-granular noise. The memory goals of snapshot and growth.
+bench_work_mem_bound_kb() {
+    bench_psql -c "SELECT (4 * pg_size_bytes(current_setting('work_mem'))
+                           * current_setting('hash_mem_multiplier')::float8 / 1024)::bigint + 2048"
+}
+
 bench_ms() {
     awk -v v="$1" 'BEGIN { printf (v < 10 ? "%.2f" : "%.1f"), v }'
 }

@@ -233,10 +233,10 @@ bench_goal "3. first load: idem.snapshot / dbt's first run" "$(bench_ratio "$fir
 # most four hash tables' worth (and 2 MB of page-granular noise) at every
 # size. Measured growth that stops growing between the two largest sizes is
 # the saturation of those bounds.
-hash_kb=$(bench_psql -c "SELECT (pg_size_bytes(current_setting('work_mem')) * current_setting('hash_mem_multiplier')::float8 / 1024)::bigint")
+snap_bound_kb=$(bench_work_mem_bound_kb)
 for run in replay changed; do
     bench_goal "memory, $run: private memory growth at $(bench_rows "$snap_memory_max") keys (4 x work_mem x hash_mem_multiplier + 2 MB)" \
-        "${snap_growth[$run.$snap_memory_max]}" "<=" "$((4 * hash_kb + 2048))" " kB"
+        "${snap_growth[$run.$snap_memory_max]}" "<=" "$snap_bound_kb" " kB"
 done
 
 bench_psql >/dev/null <<'SQL'
