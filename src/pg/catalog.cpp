@@ -12,15 +12,18 @@ extern "C" {
 #include "access/genam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/comment.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -157,6 +160,14 @@ bool relation_exists(std::uint32_t oid)
     return pg_call([&]() noexcept {
         AcceptInvalidationMessages();
         return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(oid));
+    });
+}
+
+void comment_on_relation(std::uint32_t relation, const std::string& text)
+{
+    pg_call([&]() noexcept {
+        CreateComments(relation, RelationRelationId, 0, text.c_str());
+        CommandCounterIncrement();
     });
 }
 

@@ -151,6 +151,10 @@ std::optional<RelationHead> relation_head(const std::string& schema, const std::
 // Whether a relation with this OID exists now (the same look-up).
 bool relation_exists(std::uint32_t oid);
 
+// Sets the relation's comment (as COMMENT ON TABLE, without parsing one:
+// publish comments every version table it makes).
+void comment_on_relation(std::uint32_t relation, const std::string& text);
+
 // Whether schema.name is a function (of any arguments; a syscache look-up).
 bool function_exists(const std::string& schema, const std::string& name);
 

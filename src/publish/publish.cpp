@@ -82,22 +82,28 @@ struct State {
 };
 
 // The dataset's row, created if missing and locked for the rest of the
-// transaction: concurrent publishers of one dataset queue here.
+// transaction: concurrent publishers of one dataset queue here. A dataset
+// published before has its row: one statement (the INSERT only when the
+// SELECT found none).
 State lock_state(pg::SpiSession& spi, const Dataset& d)
 {
     State s;
     pg::as_extension_owner([&] {
-        spi.query_saved(
-            "INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
-            " ON CONFLICT (schema_name, view_name) DO NOTHING",
-            {Param::of_text(d.schema), Param::of_text(d.name)});
-        auto r = spi.query_saved(
+        const pg::Params key = {Param::of_text(d.schema), Param::of_text(d.name)};
+        const std::string select =
             std::string("SELECT current_version::pg_catalog.text, next_version::pg_catalog.text,") +
-                (has_registry() ? " view_relid::pg_catalog.oid::pg_catalog.text, owner::pg_catalog.oid::pg_catalog.text"
-                                : " NULL, NULL") +
-                " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
-                " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-            {Param::of_text(d.schema), Param::of_text(d.name)});
+            (has_registry() ? " view_relid::pg_catalog.oid::pg_catalog.text, owner::pg_catalog.oid::pg_catalog.text"
+                            : " NULL, NULL") +
+            " FROM idem.datasets WHERE schema_name OPERATOR(pg_catalog.=) $1"
+            " AND view_name OPERATOR(pg_catalog.=) $2 FOR UPDATE";
+        auto r = spi.query_saved(select, key);
+        if (r.rows.empty()) {
+            spi.query_saved(
+                "INSERT INTO idem.datasets (schema_name, view_name) VALUES ($1, $2)"
+                " ON CONFLICT (schema_name, view_name) DO NOTHING",
+                key);
+            r = spi.query_saved(select, key);
+        }
         const auto& row = r.rows.at(0);
         if (row[0])
             s.current = std::stoi(*row[0]);
@@ -497,9 +503,8 @@ VersionTable build_version_table(pg::SpiSession& spi, const Dataset& d, int vers
         t.oid = pg::relation_oid(d.schema, name);
         hash_rows(spi, t, plan, params, true);
     }
-    spi.execute("COMMENT ON TABLE " + t.qualified + " IS " +
-                pg::quote_literal("pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
-                                  " (immutable; readers query the view)"));
+    pg::comment_on_relation(t.oid, "pg_idempotent: version " + std::to_string(version) + " of dataset " + d.display +
+                                       " (immutable; readers query the view)");
     if (owner != pg::current_user_id())
         spi.execute("ALTER TABLE " + t.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
     return t;
@@ -528,6 +533,38 @@ void run_audit(pg::SpiSession& spi, const Dataset& d, int version, const Version
                         "Readers still see the current version.");
 }
 
+// The new version's row and the dataset's pointer to it, in one statement
+// (set_current's UPDATE, as a CTE's companion): the version is current
+// from here on, its successor number the next.
+void register_current_version(pg::SpiSession& spi, const Dataset& d, int version, const VersionTable& t)
+{
+    const bool samples = sql_has(SqlFeature::kVersionSamples);
+    const auto view = existing_view(d);
+    pg::Params values = {Param::of_text(d.schema),
+                         Param::of_text(d.name),
+                         Param::of_int4(version),
+                         Param::of_oid(t.oid),
+                         Param::of_int8(static_cast<std::int64_t>(t.rows)),
+                         Param::of_text(t.checksum),
+                         Param::of_oid(view ? view->oid : 0)};
+    if (samples)
+        values.push_back(Param::of_text(t.sample));
+    pg::as_extension_owner([&] {
+        spi.query_saved(
+            std::string("WITH idem_version AS (INSERT INTO idem.dataset_versions (schema_name, view_name, version, "
+                        "relation, row_count, checksum") +
+                (samples ? ", row_sample" : "") +
+                ") VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, "
+                "$5::pg_catalog.int8, $6" +
+                (samples ? ", pg_catalog.decode($8, 'hex'))" : ")") +
+                ") UPDATE idem.datasets SET current_version = $3::pg_catalog.int4,"
+                " next_version = $3::pg_catalog.int4 OPERATOR(pg_catalog.+) 1, flipped_at = pg_catalog.now()" +
+                (has_registry() ? ", view_relid = $7::pg_catalog.oid::pg_catalog.regclass" : "") +
+                " WHERE schema_name OPERATOR(pg_catalog.=) $1 AND view_name OPERATOR(pg_catalog.=) $2",
+            values);
+    });
+}
+
 // The view now reads the new version. A view this publish created (a member
 // of the registered owner's role publishing after the view was dropped) goes
 // to the registered owner, as the version tables do; then the version is
@@ -541,26 +578,7 @@ void flip_to_version(pg::SpiSession& spi, const Dataset& d, int version, const V
         view && view->owner == pg::current_user_id() && owner != pg::current_user_id())
         spi.execute("ALTER VIEW " + d.qualified + " OWNER TO " + pg::quote_ident(pg::role_name(owner)));
     require_view_kept(d, view_before, owner);
-    const bool samples = sql_has(SqlFeature::kVersionSamples);
-    pg::Params values = {Param::of_text(d.schema),
-                         Param::of_text(d.name),
-                         Param::of_int4(version),
-                         Param::of_oid(t.oid),
-                         Param::of_int8(static_cast<std::int64_t>(t.rows)),
-                         Param::of_text(t.checksum)};
-    if (samples)
-        values.push_back(Param::of_text(t.sample));
-    pg::as_extension_owner([&] {
-        spi.query_saved(
-            std::string("INSERT INTO idem.dataset_versions (schema_name, view_name, version, relation, row_count, "
-                        "checksum") +
-                (samples ? ", row_sample" : "") +
-                ") VALUES ($1, $2, $3::pg_catalog.int4, $4::pg_catalog.oid::pg_catalog.regclass, "
-                "$5::pg_catalog.int8, $6" +
-                (samples ? ", pg_catalog.decode($7, 'hex'))" : ")"),
-            values);
-    });
-    set_current(spi, d, version, version + 1);
+    register_current_version(spi, d, version, t);
 }
 
 }  // namespace

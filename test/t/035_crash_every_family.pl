@@ -498,8 +498,9 @@ SELECT idem.pin('public.revenue', 1);
 SQL
 	{ point => 'running', where => 'publish, flip waiting for a reader of the view', how => 'kill -9',
 	  blocker => 'SELECT count(*) FROM revenue;', statement => '%idem.publish(%',
-	  # the version table is built (and commented: pg_description) before the flip
-	  writes => 'idem.datasets pg_description' },
+	  # the version table is built (and commented: pg_description) before the
+	  # flip; the dataset's row is locked (FOR UPDATE), written after it
+	  writes => 'pg_description' },
 	{ point => 'returned', how => 'immediate' });
 
 family('rollback', <<'SQL', 'idem.dataset_versions idem.datasets idem.run_log revenue', 'immediate',
